@@ -1,0 +1,50 @@
+# Two commands: `make html` builds the book, `make test` runs every check.
+# Both create .venv and install the pinned dependencies on first use.
+
+PYTHON     ?= python3
+VENV       := .venv
+BIN        := $(VENV)/bin
+BUILDDIR   ?= _build
+SPHINXOPTS ?= -n -W --keep-going
+SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
+CHROMIUM   := /usr/bin/chromium
+STAMP      := $(VENV)/.installed
+
+.PHONY: html test lint unit site bench clean serve
+
+html: $(STAMP)
+	$(SPHINX) book $(BUILDDIR)/html
+	@echo "The book is in $(BUILDDIR)/html/index.html"
+
+# Linter, doctests and unit tests, a full build, then the checks of the built site.
+test: lint unit html site
+
+lint: $(STAMP)
+	$(BIN)/ruff check attention tests conf.py
+	$(BIN)/ruff format --check attention tests conf.py
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not site and not browser and not slow" -q
+
+site: $(STAMP) $(CHROMIUM)
+	BUILDDIR=$(BUILDDIR) $(BIN)/python -m pytest -m "site or browser or slow" -q tests
+
+bench: $(STAMP)
+	$(BIN)/python -m attention.bench
+
+serve: html
+	@echo "Serving $(BUILDDIR)/html on http://127.0.0.1:8000 (Ctrl-C to stop)"
+	$(BIN)/python -m http.server 8000 --bind 127.0.0.1 --directory $(BUILDDIR)/html
+
+clean:
+	rm -rf $(BUILDDIR)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
+	touch $@
+
+# The browser tests drive Debian's Chromium; install it once if it is missing.
+$(CHROMIUM):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver

@@ -1,0 +1,43 @@
+"""Attention mechanisms, coded as in chapter 3 of *Build a Large Language Model
+(From Scratch)*.
+
+One module per idea of the chapter:
+
+- :mod:`attention.data`: the running example (3.3.1)
+- :mod:`attention.simple`: attention without trainable weights (3.3)
+- :mod:`attention.self_attention`: ``SelfAttention_v1`` and ``_v2`` (3.4)
+- :mod:`attention.causal`: causal masks and ``CausalAttention`` (3.5)
+- :mod:`attention.multihead`: ``MultiHeadAttentionWrapper`` and
+  ``MultiHeadAttention`` (3.6)
+"""
+
+from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
+from .data import EXAMPLE_WORDS, example_inputs
+from .multihead import (
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    count_parameters,
+    parameter_breakdown,
+)
+from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
+from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_sum
+
+__all__ = [
+    "EXAMPLE_WORDS",
+    "CausalAttention",
+    "MultiHeadAttention",
+    "MultiHeadAttentionWrapper",
+    "SelfAttention_v1",
+    "SelfAttention_v2",
+    "causal_mask",
+    "copy_weights_v2_to_v1",
+    "count_parameters",
+    "dot_scores",
+    "example_inputs",
+    "mask_with_neg_inf",
+    "parameter_breakdown",
+    "renormalize_masked",
+    "simple_self_attention",
+    "softmax_naive",
+    "weighted_sum",
+]

@@ -1,0 +1,67 @@
+"""Input checks shared by every module.
+
+Each check raises :class:`ValueError` with a message that says what was
+expected and what came, so a reader never meets a cryptic error from deep
+inside torch.
+"""
+
+from __future__ import annotations
+
+import torch
+
+
+def check_dropout(dropout: float) -> None:
+    """Raise if ``dropout`` is not a probability in ``[0, 1)``."""
+    if not 0.0 <= dropout < 1.0:
+        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+
+
+def check_positive(name: str, value: int) -> None:
+    """Raise if ``value`` is not an integer of at least 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def check_heads(d_out: int, num_heads: int) -> None:
+    """Raise unless ``num_heads >= 1`` and it divides ``d_out``."""
+    check_positive("num_heads", num_heads)
+    if d_out % num_heads != 0:
+        raise ValueError(
+            f"d_out must be divisible by num_heads, got d_out={d_out} and "
+            f"num_heads={num_heads} (d_out % num_heads = {d_out % num_heads})"
+        )
+
+
+def check_input(
+    x: torch.Tensor,
+    *,
+    ndim: int,
+    d_in: int,
+    context_length: int | None = None,
+    name: str = "x",
+) -> None:
+    """Raise unless ``x`` has rank ``ndim``, last size ``d_in`` and few enough tokens.
+
+    For ``ndim == 2`` the expected shape is ``(num_tokens, d_in)``; for
+    ``ndim == 3`` it is ``(batch, num_tokens, d_in)``.
+    """
+    layout = "(num_tokens, d_in)" if ndim == 2 else "(batch, num_tokens, d_in)"
+    if not isinstance(x, torch.Tensor):
+        raise ValueError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() != ndim:
+        raise ValueError(
+            f"{name} must have {ndim} dimensions {layout}, "
+            f"got {x.dim()} dimensions with shape {tuple(x.shape)}"
+        )
+    if x.shape[-1] != d_in:
+        raise ValueError(
+            f"{name} must have d_in={d_in} features in its last dimension {layout}, "
+            f"got {x.shape[-1]} (shape {tuple(x.shape)})"
+        )
+    num_tokens = x.shape[-2]
+    if context_length is not None and num_tokens > context_length:
+        raise ValueError(
+            f"{name} has {num_tokens} tokens but context_length is {context_length}; "
+            f"pass at most {context_length} tokens or build the module with a "
+            f"larger context_length"
+        )
