@@ -17,6 +17,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # autodoc imports the package from the checkout
+sys.path.insert(0, str(ROOT / "book" / "_ext"))  # the book's own directives
 
 project = "Coding Attention Mechanisms"
 author = "The attention-book authors"
@@ -32,9 +33,11 @@ extensions = [
     "sphinx_exercise",
     "sphinx_togglebutton",
     "sphinx-mathjax-offline",  # MathJax 3 and its fonts, served from _static
+    "pysource",  # book/_ext/pysource.py: shows the package's real code
 ]
+pysource_root = str(ROOT)
 
-exclude_patterns = ["_build", "**/_build", ".venv", "**.ipynb_checkpoints", "README.md"]
+exclude_patterns = ["_build", "**/_build", "_ext", ".venv", "**.ipynb_checkpoints"]
 root_doc = "index"
 
 # -- MyST and execution -------------------------------------------------------
