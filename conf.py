@@ -134,7 +134,20 @@ def _add_download_link(app, docname, source):
     source[0] = _FIRST_TITLE.sub(lambda m: m.group(0) + link, text, count=1)
 
 
+# -- A build with warnings is not remembered -----------------------------------
+def _forget_failed_build(app, exception):
+    """Delete the saved environment after a build that warned.
+
+    With ``-W --keep-going`` Sphinx saves the environment even when a page
+    warned; the next incremental build would then not re-read that page and
+    would pass silently. Sphinx already does this for builds that raise.
+    """
+    if exception is None and app._warncount:
+        (Path(app.doctreedir) / "environment.pickle").unlink(missing_ok=True)
+
+
 def setup(app):
+    app.connect("build-finished", _forget_failed_build)
     app.connect("source-read", _record_digest)
     app.connect("source-read", _add_download_link)
     app.connect("env-get-outdated", _outdated_by_package)
