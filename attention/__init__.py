@@ -9,9 +9,11 @@ One module per idea of the chapter:
 - :mod:`attention.causal`: causal masks and ``CausalAttention`` (3.5)
 - :mod:`attention.multihead`: ``MultiHeadAttentionWrapper`` and
   ``MultiHeadAttention`` (3.6)
+- :mod:`attention.cross`: ``CrossAttention`` (beyond the chapter)
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
+from .cross import CrossAttention
 from .data import EXAMPLE_WORDS, example_inputs
 from .multihead import (
     MultiHeadAttention,
@@ -25,6 +27,7 @@ from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_s
 __all__ = [
     "EXAMPLE_WORDS",
     "CausalAttention",
+    "CrossAttention",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "SelfAttention_v1",

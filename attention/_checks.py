@@ -65,3 +65,48 @@ def check_input(
             f"pass at most {context_length} tokens or build the module with a "
             f"larger context_length"
         )
+
+
+def check_query_context(
+    x: torch.Tensor, context: torch.Tensor, *, d_in: int, d_context: int
+) -> None:
+    """Raise unless ``x`` and ``context`` fit a cross-attention module.
+
+    Both must be tensors of the same rank, 2 ``(num_tokens, width)`` or 3
+    ``(batch, num_tokens, width)``, with ``d_in`` and ``d_context`` features
+    respectively, the same batch size, and at least one context token.
+    """
+    for name, t in (("x", x), ("context", context)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if x.dim() not in (2, 3):
+        raise ValueError(
+            "x must have 2 dimensions (num_tokens, d_in) or 3 dimensions "
+            f"(batch, num_tokens, d_in), got {x.dim()} with shape {tuple(x.shape)}"
+        )
+    if context.dim() != x.dim():
+        raise ValueError(
+            f"context must have as many dimensions as x ({x.dim()}), got "
+            f"{context.dim()}: x has shape {tuple(x.shape)}, context "
+            f"{tuple(context.shape)}"
+        )
+    if x.shape[-1] != d_in:
+        raise ValueError(
+            f"x must have d_in={d_in} features in its last dimension, "
+            f"got {x.shape[-1]} (shape {tuple(x.shape)})"
+        )
+    if context.shape[-1] != d_context:
+        raise ValueError(
+            f"context must have d_context={d_context} features in its last "
+            f"dimension, got {context.shape[-1]} (shape {tuple(context.shape)})"
+        )
+    if x.dim() == 3 and x.shape[0] != context.shape[0]:
+        raise ValueError(
+            f"x and context must have the same batch size, got {x.shape[0]} "
+            f"and {context.shape[0]}"
+        )
+    if context.shape[-2] == 0:
+        raise ValueError(
+            "context must hold at least one token to attend to, got shape "
+            f"{tuple(context.shape)}"
+        )
