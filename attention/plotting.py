@@ -63,12 +63,16 @@ def heatmap(
         _, ax = plt.subplots(figsize=(0.75 * cols + 2.2, 0.6 * rows + 1.2))
     finite = torch.where(torch.isfinite(values), values, torch.nan)
     ax.imshow(finite.numpy(), cmap=cmap)
-    peak = torch.nan_to_num(finite, nan=0.0).abs().max().item() or 1.0
+    # imshow spreads the colour map over [min, max] of the finite cells; use
+    # white text on the darker part of that range, black on the lighter part.
+    shown = values[torch.isfinite(values)]
+    lo, hi = (shown.min().item(), shown.max().item()) if shown.numel() else (0, 1)
+    span = (hi - lo) or 1.0
     for i in range(rows):
         for j in range(cols):
             v = values[i, j].item()
             text = "-inf" if v == float("-inf") else fmt.format(v)
-            dark = abs(v) > 0.6 * peak if torch.isfinite(values[i, j]) else False
+            dark = (v - lo) / span > 0.6 if torch.isfinite(values[i, j]) else False
             ax.text(
                 j, i, text, ha="center", va="center", fontsize=8,
                 color="white" if dark else "black",
