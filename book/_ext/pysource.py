@@ -87,8 +87,12 @@ class PySource(SphinxDirective):
         self.set_source_info(block)
         short = name.rpartition(".")[2]
         rel = Path(path).resolve().relative_to(Path(self.config.pysource_root))
+        # The caption is parsed by the page's own parser: MyST spells roles
+        # {py:obj}`...`, reStructuredText :py:obj:`...`.
+        myst = type(self.state).__module__.startswith("myst_parser")
+        role = "{py:obj}" if myst else ":py:obj:"
         caption = self.options.get(
-            "caption", f":py:obj:`{short} <{name}>`, from ``{rel.as_posix()}``"
+            "caption", f"{role}`{short} <{name}>`, from ``{rel.as_posix()}``"
         )
         if "diff" in self.options:
             caption += f" (highlighted: new since ``{self.options['diff'].split('.')[-1]}``)"
