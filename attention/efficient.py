@@ -1,0 +1,587 @@
+"""Efficient multi-head attention (beyond the chapter).
+
+Shape legend: ``b`` batch size, ``T`` ``num_tokens``, ``d_in`` input width,
+``d_out`` output width, ``h`` ``num_heads``, ``hd`` ``head_dim = d_out // h``.
+
+Three drop-in replacements for :class:`~attention.MultiHeadAttention`. Each
+takes the same constructor arguments, in the same order and with the same
+meaning (``d_out`` is the width of the *whole* output), checks its input the
+same way and, given the same weights, computes the same function:
+
+- :class:`FusedQKVMultiHeadAttention`: one ``nn.Linear`` makes queries, keys
+  and values at once; the attention itself is the chapter's masked softmax.
+- :class:`SDPAMultiHeadAttention`: the fused projection, then PyTorch's
+  fused kernel ``F.scaled_dot_product_attention(..., is_causal=True)``.
+- :class:`TorchMultiHeadAttention`: ``torch.nn.MultiheadAttention`` with a
+  causal ``attn_mask``, wrapped to the chapter's signature.
+
+Weights move between all four classes with :func:`copy_weights`. Each
+efficient class can also describe its weights in the chapter's layout
+(``mha_state_dict``) and load them from it (``load_mha_state_dict``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_dropout, check_heads, check_input, check_positive
+from .causal import causal_mask
+from .multihead import MultiHeadAttention
+
+# The chapter's parameter names: the common language of copy_weights().
+_WEIGHT_NAMES = ("W_query.weight", "W_key.weight", "W_value.weight")
+_BIAS_NAMES = ("W_query.bias", "W_key.bias", "W_value.bias")
+_OUT_NAMES = ("out_proj.weight", "out_proj.bias")
+
+
+class FusedQKVMultiHeadAttention(nn.Module):
+    """Multi-head causal attention with one fused query-key-value projection.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+    :class:`~attention.MultiHeadAttention` with ``W_query``, ``W_key`` and
+    ``W_value`` stacked into one ``nn.Linear(d_in, 3 * d_out)``: one matrix
+    product instead of three. Its weight rows are the query, key and value
+    weights in that order. Everything after the projection is the chapter's
+    masked-softmax math. With ``qkv_bias=False`` the same seed draws the same
+    weights as :class:`~attention.MultiHeadAttention`.
+
+    Args:
+        d_in: width of each input token embedding.
+        d_out: width of the *whole* output; must be divisible by
+            ``num_heads``, and each head gets ``head_dim = d_out // num_heads``.
+        context_length: the longest sequence the module accepts.
+        dropout: dropout probability on the attention weights, in ``[0, 1)``.
+        num_heads: how many heads, at least 1.
+        qkv_bias: add a bias to the query, key and value projections.
+            ``out_proj`` always has one. Default: ``False``.
+
+    Shape:
+        - Input: ``(b, T, d_in)`` with ``T <= context_length``
+        - Output: ``(b, T, d_out)``
+
+    Returns:
+        One context vector per token (from ``forward``).
+
+    Example:
+        >>> from attention import example_inputs
+        >>> inputs = example_inputs()
+        >>> batch = torch.stack((inputs, inputs))
+        >>> _ = torch.manual_seed(123)
+        >>> fused = FusedQKVMultiHeadAttention(
+        ...     3, 2, context_length=6, dropout=0.0, num_heads=2
+        ... )
+        >>> fused.qkv.weight.shape  # W_query, W_key, W_value stacked
+        torch.Size([6, 3])
+        >>> context_vecs = fused(batch)
+        >>> context_vecs.shape
+        torch.Size([2, 6, 2])
+        >>> context_vecs[0, :2]  # MultiHeadAttention's numbers, same seed
+        tensor([[0.3190, 0.4858],
+                [0.2943, 0.3897]], grad_fn=<SliceBackward0>)
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_positive("d_in", d_in)
+        check_positive("d_out", d_out)
+        check_positive("context_length", context_length)
+        check_dropout(dropout)
+        check_heads(d_out, num_heads)
+        self.d_in = d_in
+        self.d_out = d_out
+        self.context_length = context_length
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # W_query|W_key|W_value
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        b, num_tokens, d_in = x.shape
+        qkv = self.qkv(x)  # (b, T, d_in) -> (b, T, 3 * d_out)
+
+        # Split the last dimension into (which of q/k/v, head, feature):
+        # (b, T, 3 * d_out) -> (b, T, 3, h, hd)
+        qkv = qkv.view(b, num_tokens, 3, self.num_heads, self.head_dim)
+        # Three views, no copy: (b, T, 3, h, hd) -> 3 x (b, T, h, hd)
+        queries, keys, values = qkv.unbind(2)
+
+        # Heads next to the batch: (b, T, h, hd) -> (b, h, T, hd). Without
+        # this, the matmul below would pair up heads instead of tokens.
+        queries = queries.transpose(1, 2)
+        keys = keys.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        # Every head at once: (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
+        attn_scores = queries @ keys.transpose(2, 3)
+        attn_scores.masked_fill_(self.mask[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        # (b, h, T, T) @ (b, h, T, hd) -> (b, h, T, hd) -> (b, T, h, hd)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        # Merge the heads (copies, since the transpose left memory out of
+        # order): (b, T, h, hd) -> (b, T, d_out)
+        context_vec = context_vec.reshape(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)  # (b, T, d_out)
+
+    def mha_state_dict(self) -> dict[str, torch.Tensor]:
+        """This module's weights, named and shaped as in ``MultiHeadAttention``.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Returns:
+            A dict from :class:`~attention.MultiHeadAttention` parameter
+            names to detached views of this module's weights.
+        """
+        return _fused_to_mha(self.qkv, self.out_proj)
+
+    def load_mha_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Copy weights given in ``MultiHeadAttention``'s layout into this module.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Args:
+            state: the output of :func:`mha_state_dict` of any module of the
+                same size, or the parameters of a ``MultiHeadAttention``.
+        """
+        _mha_to_fused(state, self.qkv, self.out_proj)
+
+
+class SDPAMultiHeadAttention(nn.Module):
+    """Multi-head causal attention on PyTorch's fused attention kernel.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. The
+    fused projection of :class:`FusedQKVMultiHeadAttention`, then one call to
+    ``torch.nn.functional.scaled_dot_product_attention`` with
+    ``is_causal=True`` in place of the scores, mask, softmax, dropout and
+    weighted sum. On the CPU that call runs a flash-attention kernel: it walks
+    over blocks of keys with a running softmax, never stores the ``T x T``
+    matrix, and skips the key blocks that lie entirely in a query block's
+    future. No mask buffer is needed.
+
+    Equivalent to :class:`FusedQKVMultiHeadAttention` up to rounding: same
+    parameters, same outputs. Dropout acts on the attention weights in
+    training mode only, as ``nn.Dropout`` would.
+
+    Args:
+        d_in: width of each input token embedding.
+        d_out: width of the *whole* output; must be divisible by
+            ``num_heads``, and each head gets ``head_dim = d_out // num_heads``.
+        context_length: the longest sequence the module accepts.
+        dropout: dropout probability on the attention weights, in ``[0, 1)``;
+            used in training mode only.
+        num_heads: how many heads, at least 1.
+        qkv_bias: add a bias to the query, key and value projections.
+            ``out_proj`` always has one. Default: ``False``.
+
+    Shape:
+        - Input: ``(b, T, d_in)`` with ``T <= context_length``
+        - Output: ``(b, T, d_out)``
+
+    Returns:
+        One context vector per token (from ``forward``).
+
+    Example:
+        >>> from attention import example_inputs
+        >>> inputs = example_inputs()
+        >>> batch = torch.stack((inputs, inputs))
+        >>> _ = torch.manual_seed(123)
+        >>> sdpa = SDPAMultiHeadAttention(
+        ...     3, 2, context_length=6, dropout=0.0, num_heads=2
+        ... )
+        >>> context_vecs = sdpa(batch)
+        >>> context_vecs.shape
+        torch.Size([2, 6, 2])
+        >>> context_vecs[0, :2]  # MultiHeadAttention's numbers, same seed
+        tensor([[0.3190, 0.4858],
+                [0.2943, 0.3897]], grad_fn=<SliceBackward0>)
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_positive("d_in", d_in)
+        check_positive("d_out", d_out)
+        check_positive("context_length", context_length)
+        check_dropout(dropout)
+        check_heads(d_out, num_heads)
+        self.d_in = d_in
+        self.d_out = d_out
+        self.context_length = context_length
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # W_query|W_key|W_value
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
+        self.dropout_p = dropout  # a probability: the kernel applies it
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        b, num_tokens, d_in = x.shape
+        qkv = self.qkv(x)  # (b, T, d_in) -> (b, T, 3 * d_out)
+
+        # (b, T, 3 * d_out) -> (b, T, 3, h, hd) -> 3 x (b, T, h, hd), all views
+        qkv = qkv.view(b, num_tokens, 3, self.num_heads, self.head_dim)
+        queries, keys, values = qkv.unbind(2)
+        # (b, T, h, hd) -> (b, h, T, hd): strided views, no copy; the CPU
+        # kernel reads them in place.
+        queries = queries.transpose(1, 2)
+        keys = keys.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        # Scores, causal mask, softmax, dropout and weighted sum in one call:
+        # (b, h, T, hd) x 3 -> (b, h, T, hd)
+        context_vec = F.scaled_dot_product_attention(
+            queries,
+            keys,
+            values,
+            dropout_p=self.dropout_p if self.training else 0.0,
+            is_causal=True,
+        )
+        # (b, h, T, hd) -> (b, T, h, hd) -> (b, T, d_out). The CPU kernel
+        # writes its output as (b, T, h, hd) already, so this reshape is
+        # usually a free view; it copies only when another kernel ran.
+        context_vec = context_vec.transpose(1, 2).reshape(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)  # (b, T, d_out)
+
+    def mha_state_dict(self) -> dict[str, torch.Tensor]:
+        """This module's weights, named and shaped as in ``MultiHeadAttention``.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Returns:
+            A dict from :class:`~attention.MultiHeadAttention` parameter
+            names to detached views of this module's weights.
+        """
+        return _fused_to_mha(self.qkv, self.out_proj)
+
+    def load_mha_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Copy weights given in ``MultiHeadAttention``'s layout into this module.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Args:
+            state: the output of :func:`mha_state_dict` of any module of the
+                same size, or the parameters of a ``MultiHeadAttention``.
+        """
+        _mha_to_fused(state, self.qkv, self.out_proj)
+
+
+class TorchMultiHeadAttention(nn.Module):
+    """``torch.nn.MultiheadAttention`` with a causal mask, in the chapter's signature.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. An
+    adapter, for comparison: the work is done by PyTorch's own module
+    (``self.attn``, built with ``batch_first=True``), which receives the
+    causal mask as a boolean ``attn_mask``. Its polarity is this package's:
+    ``True`` means *not allowed* (``scaled_dot_product_attention`` reads a
+    boolean mask the other way round).
+
+    Two differences from the chapter's layout are bridged here:
+
+    - ``nn.MultiheadAttention`` has one ``bias`` switch for both the input
+      and the output projections, while the chapter's ``out_proj`` always has
+      a bias. The module is built with biases; with ``qkv_bias=False`` its
+      input bias ``attn.in_proj_bias`` is set to zero and frozen
+      (``requires_grad=False``), so it stays zero and is not counted by
+      :func:`~attention.count_parameters`.
+    - It projects the *query* with a ``(d_out, d_out)`` matrix, so the query
+      must arrive ``d_out`` wide. When ``d_in == d_out`` nothing is needed
+      (``query_in`` is ``nn.Identity``). Otherwise ``query_in`` is the
+      query projection ``nn.Linear(d_in, d_out, bias=False)`` and the
+      internal query matrix is a frozen identity; keys and values use the
+      module's own ``kdim = vdim = d_in`` projections. This keeps every
+      chapter weight in exactly one place, so weights move both ways.
+
+    Args:
+        d_in: width of each input token embedding.
+        d_out: width of the *whole* output; must be divisible by
+            ``num_heads``, and each head gets ``head_dim = d_out // num_heads``.
+        context_length: the longest sequence the module accepts.
+        dropout: dropout probability on the attention weights, in ``[0, 1)``.
+        num_heads: how many heads, at least 1.
+        qkv_bias: add a bias to the query, key and value projections.
+            ``out_proj`` always has one. Default: ``False``.
+
+    Shape:
+        - Input: ``(b, T, d_in)`` with ``T <= context_length``
+        - Output: ``(b, T, d_out)``
+
+    Returns:
+        One context vector per token (from ``forward``).
+
+    Example:
+        >>> from attention import MultiHeadAttention, example_inputs
+        >>> inputs = example_inputs()
+        >>> batch = torch.stack((inputs, inputs))
+        >>> _ = torch.manual_seed(123)
+        >>> mha = MultiHeadAttention(3, 2, context_length=6, dropout=0.0, num_heads=2)
+        >>> adapter = TorchMultiHeadAttention(
+        ...     3, 2, context_length=6, dropout=0.0, num_heads=2
+        ... )
+        >>> copy_weights(mha, adapter)
+        >>> context_vecs = adapter(batch)
+        >>> context_vecs.shape
+        torch.Size([2, 6, 2])
+        >>> context_vecs[0, :2]
+        tensor([[0.3190, 0.4858],
+                [0.2943, 0.3897]], grad_fn=<SliceBackward0>)
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_positive("d_in", d_in)
+        check_positive("d_out", d_out)
+        check_positive("context_length", context_length)
+        check_dropout(dropout)
+        check_heads(d_out, num_heads)
+        self.d_in = d_in
+        self.d_out = d_out
+        self.context_length = context_length
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.qkv_bias = qkv_bias
+        self.attn = nn.MultiheadAttention(
+            d_out,
+            num_heads,
+            dropout=dropout,
+            bias=True,  # out_proj always has a bias, as in the chapter
+            kdim=d_in,
+            vdim=d_in,
+            batch_first=True,
+        )
+        if not qkv_bias:
+            nn.init.zeros_(self.attn.in_proj_bias)
+            self.attn.in_proj_bias.requires_grad_(False)
+        if d_in == d_out:
+            self.query_in = nn.Identity()
+        else:
+            self.query_in = nn.Linear(d_in, d_out, bias=False)
+            with torch.no_grad():
+                self.attn.q_proj_weight.copy_(torch.eye(d_out))
+            self.attn.q_proj_weight.requires_grad_(False)
+        # True = not allowed, as nn.MultiheadAttention reads a boolean mask.
+        self.register_buffer("mask", causal_mask(context_length))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        num_tokens = x.shape[1]
+        query = self.query_in(x)  # (b, T, d_in) -> (b, T, d_out)
+        context_vec, _ = self.attn(
+            query,  # (b, T, d_out)
+            x,  # keys from x: (b, T, d_in)
+            x,  # values from x: (b, T, d_in)
+            attn_mask=self.mask[:num_tokens, :num_tokens],  # (T, T)
+            need_weights=False,  # don't return the (b, T, T) weights
+        )
+        return context_vec  # (b, T, d_out)
+
+    def mha_state_dict(self) -> dict[str, torch.Tensor]:
+        """This module's weights, named and shaped as in ``MultiHeadAttention``.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Returns:
+            A dict from :class:`~attention.MultiHeadAttention` parameter
+            names to detached views of this module's weights.
+        """
+        attn = self.attn
+        if self.d_in == self.d_out:
+            weights = attn.in_proj_weight.chunk(3)  # (3 * d_out, d_in) -> 3 x
+        else:
+            weights = (self.query_in.weight, attn.k_proj_weight, attn.v_proj_weight)
+        state = dict(zip(_WEIGHT_NAMES, weights, strict=True))
+        if self.qkv_bias:
+            state.update(zip(_BIAS_NAMES, attn.in_proj_bias.chunk(3), strict=True))
+        out = (attn.out_proj.weight, attn.out_proj.bias)
+        state.update(zip(_OUT_NAMES, out, strict=True))
+        return {name: t.detach() for name, t in state.items()}
+
+    def load_mha_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+        """Copy weights given in ``MultiHeadAttention``'s layout into this module.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Args:
+            state: the output of :func:`mha_state_dict` of any module of the
+                same size, or the parameters of a ``MultiHeadAttention``.
+        """
+        _check_state_names(state, self.qkv_bias)
+        attn = self.attn
+        with torch.no_grad():
+            if self.d_in == self.d_out:
+                attn.in_proj_weight.copy_(torch.cat([state[n] for n in _WEIGHT_NAMES]))
+            else:
+                self.query_in.weight.copy_(state["W_query.weight"])
+                attn.k_proj_weight.copy_(state["W_key.weight"])
+                attn.v_proj_weight.copy_(state["W_value.weight"])
+            if self.qkv_bias:
+                attn.in_proj_bias.copy_(torch.cat([state[n] for n in _BIAS_NAMES]))
+            attn.out_proj.weight.copy_(state["out_proj.weight"])
+            attn.out_proj.bias.copy_(state["out_proj.bias"])
+
+
+_EFFICIENT = (
+    FusedQKVMultiHeadAttention | SDPAMultiHeadAttention | TorchMultiHeadAttention
+)
+
+
+def copy_weights(src: nn.Module, dst: nn.Module) -> None:
+    """Copy the weights of one multi-head attention module into another.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. Works
+    between any two of :class:`~attention.MultiHeadAttention`,
+    :class:`FusedQKVMultiHeadAttention`, :class:`SDPAMultiHeadAttention` and
+    :class:`TorchMultiHeadAttention`, in either direction: the weights pass
+    through the chapter's layout (``W_query``, ``W_key``, ``W_value``,
+    ``out_proj``). Afterwards both modules compute the same function.
+
+    Args:
+        src: the module to read from.
+        dst: the module to write into, changed in place. Must have the same
+            ``d_in``, ``d_out``, ``num_heads`` and ``qkv_bias`` as ``src``;
+            ``context_length`` and ``dropout`` may differ.
+
+    Shape:
+        Not applicable.
+
+    Returns:
+        ``None``.
+
+    Example:
+        >>> from attention import MultiHeadAttention
+        >>> _ = torch.manual_seed(0)
+        >>> mha = MultiHeadAttention(4, 6, context_length=5, dropout=0.0, num_heads=3)
+        >>> sdpa = SDPAMultiHeadAttention(
+        ...     4, 6, context_length=5, dropout=0.0, num_heads=3
+        ... )
+        >>> copy_weights(mha, sdpa)
+        >>> x = torch.rand(2, 5, 4)
+        >>> torch.allclose(sdpa(x), mha(x), atol=1e-6)
+        True
+    """
+    for module, role in ((src, "src"), (dst, "dst")):
+        if not isinstance(module, MultiHeadAttention | _EFFICIENT):
+            raise ValueError(
+                f"{role} must be MultiHeadAttention or one of its efficient "
+                f"variants, got {type(module).__name__}"
+            )
+    sizes = {
+        name: (getattr(src, name), getattr(dst, name))
+        for name in ("d_in", "d_out", "num_heads")
+    }
+    src_state = mha_state_dict(src)
+    sizes["qkv_bias"] = ("W_query.bias" in src_state, _has_qkv_bias(dst))
+    for name, (a, b) in sizes.items():
+        if a != b:
+            raise ValueError(
+                f"src and dst must have the same {name}, got {a} in src "
+                f"({type(src).__name__}) and {b} in dst ({type(dst).__name__})"
+            )
+    if isinstance(dst, MultiHeadAttention):
+        with torch.no_grad():
+            for name, param in dst.named_parameters():
+                param.copy_(src_state[name])
+    else:
+        dst.load_mha_state_dict(src_state)
+
+
+def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights of any multi-head attention module in the chapter's layout.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Args:
+        module: a :class:`~attention.MultiHeadAttention` or one of its
+            efficient variants.
+
+    Shape:
+        ``W_query.weight``, ``W_key.weight`` and ``W_value.weight`` are
+        ``(d_out, d_in)``; ``out_proj.weight`` is ``(d_out, d_out)``; biases
+        are ``(d_out,)``.
+
+    Returns:
+        A dict from parameter names of ``MultiHeadAttention`` to detached
+        tensors (views of ``module``'s weights, not copies).
+
+    Example:
+        >>> fused = FusedQKVMultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> {name: tuple(t.shape) for name, t in mha_state_dict(fused).items()}
+        {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
+         'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
+    """
+    if isinstance(module, MultiHeadAttention):
+        return {name: p.detach() for name, p in module.named_parameters()}
+    if isinstance(module, _EFFICIENT):
+        return module.mha_state_dict()
+    raise ValueError(
+        "module must be MultiHeadAttention or one of its efficient variants, "
+        f"got {type(module).__name__}"
+    )
+
+
+def _has_qkv_bias(module: nn.Module) -> bool:
+    if isinstance(module, MultiHeadAttention):
+        return module.W_query.bias is not None
+    if isinstance(module, TorchMultiHeadAttention):
+        return module.qkv_bias
+    return module.qkv.bias is not None
+
+
+def _check_state_names(state: Mapping[str, torch.Tensor], qkv_bias: bool) -> None:
+    expected = set(_WEIGHT_NAMES + _OUT_NAMES + (_BIAS_NAMES if qkv_bias else ()))
+    if set(state) != expected:
+        raise ValueError(
+            f"expected the weights {sorted(expected)}, got {sorted(state)}"
+        )
+
+
+def _fused_to_mha(qkv: nn.Linear, out_proj: nn.Linear) -> dict[str, torch.Tensor]:
+    # (3 * d_out, d_in) -> 3 x (d_out, d_in): rows are query | key | value
+    state = dict(zip(_WEIGHT_NAMES, qkv.weight.chunk(3), strict=True))
+    if qkv.bias is not None:
+        state.update(zip(_BIAS_NAMES, qkv.bias.chunk(3), strict=True))
+    state.update(zip(_OUT_NAMES, (out_proj.weight, out_proj.bias), strict=True))
+    return {name: t.detach() for name, t in state.items()}
+
+
+def _mha_to_fused(
+    state: Mapping[str, torch.Tensor], qkv: nn.Linear, out_proj: nn.Linear
+) -> None:
+    _check_state_names(state, qkv.bias is not None)
+    with torch.no_grad():
+        # 3 x (d_out, d_in) -> (3 * d_out, d_in)
+        qkv.weight.copy_(torch.cat([state[name] for name in _WEIGHT_NAMES]))
+        if qkv.bias is not None:
+            qkv.bias.copy_(torch.cat([state[name] for name in _BIAS_NAMES]))
+        out_proj.weight.copy_(state["out_proj.weight"])
+        out_proj.bias.copy_(state["out_proj.bias"])
