@@ -10,11 +10,20 @@ One module per idea of the chapter:
 - :mod:`attention.multihead`: ``MultiHeadAttentionWrapper`` and
   ``MultiHeadAttention`` (3.6)
 - :mod:`attention.cross`: ``CrossAttention`` (beyond the chapter)
+- :mod:`attention.efficient`: faster drop-in variants of ``MultiHeadAttention``
+  (beyond the chapter); :mod:`attention.bench` times them
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
 from .cross import CrossAttention
 from .data import EXAMPLE_WORDS, example_inputs
+from .efficient import (
+    FusedQKVMultiHeadAttention,
+    SDPAMultiHeadAttention,
+    TorchMultiHeadAttention,
+    copy_weights,
+    mha_state_dict,
+)
 from .multihead import (
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
@@ -28,16 +37,21 @@ __all__ = [
     "EXAMPLE_WORDS",
     "CausalAttention",
     "CrossAttention",
+    "FusedQKVMultiHeadAttention",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "SDPAMultiHeadAttention",
     "SelfAttention_v1",
     "SelfAttention_v2",
+    "TorchMultiHeadAttention",
     "causal_mask",
+    "copy_weights",
     "copy_weights_v2_to_v1",
     "count_parameters",
     "dot_scores",
     "example_inputs",
     "mask_with_neg_inf",
+    "mha_state_dict",
     "parameter_breakdown",
     "renormalize_masked",
     "simple_self_attention",
