@@ -105,10 +105,15 @@ def weighted_sum(attn_weights: torch.Tensor, inputs: torch.Tensor) -> torch.Tens
         >>> weighted_sum(weights, inputs)
         tensor([0.4419, 0.6515, 0.5683])
     """
-    if attn_weights.dim() != 1 or attn_weights.shape[0] != inputs.shape[0]:
+    if (
+        attn_weights.dim() != 1
+        or inputs.dim() != 2
+        or attn_weights.shape[0] != inputs.shape[0]
+    ):
         raise ValueError(
-            "expected one weight per input row, got attn_weights of shape "
-            f"{tuple(attn_weights.shape)} for inputs of shape {tuple(inputs.shape)}"
+            "expected attn_weights of shape (num_tokens,) and inputs of shape "
+            "(num_tokens, d), one weight per input row, got attn_weights of shape "
+            f"{tuple(attn_weights.shape)} and inputs of shape {tuple(inputs.shape)}"
         )
     context_vec = torch.zeros(inputs.shape[1], dtype=inputs.dtype)
     for i, x_i in enumerate(inputs):
