@@ -1,0 +1,24 @@
+"""Fixtures shared by the unit tests of the ``attention`` package."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from attention import example_inputs
+
+# The tests use tiny tensors, where extra threads only cost synchronisation;
+# on a shared 2-core machine one thread runs the suite several times faster.
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def inputs() -> torch.Tensor:
+    """The chapter's six 3-dimensional token embeddings, ``(6, 3)``."""
+    return example_inputs()
+
+
+@pytest.fixture
+def batch(inputs: torch.Tensor) -> torch.Tensor:
+    """Two copies of the running example stacked as a batch, ``(2, 6, 3)``."""
+    return torch.stack((inputs, inputs), dim=0)

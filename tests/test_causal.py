@@ -1,0 +1,344 @@
+"""Tests for attention.causal: masks, dropout and CausalAttention (section 3.5)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from attention import (
+    CausalAttention,
+    SelfAttention_v2,
+    causal_mask,
+    mask_with_neg_inf,
+    renormalize_masked,
+)
+
+
+def assert_printed(actual: torch.Tensor, printed: list) -> None:
+    """Equal to a value the chapter prints with 4 decimals (``-inf`` included)."""
+    torch.testing.assert_close(
+        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
+    )
+
+
+INF = -math.inf
+
+# Printed in section 3.5.1, from the query and key weights of SelfAttention_v2
+# built with seed 789.
+WEIGHTS = [
+    [0.1921, 0.1646, 0.1652, 0.1550, 0.1721, 0.1510],
+    [0.2041, 0.1659, 0.1662, 0.1496, 0.1665, 0.1477],
+    [0.2036, 0.1659, 0.1662, 0.1498, 0.1664, 0.1480],
+    [0.1869, 0.1667, 0.1668, 0.1571, 0.1661, 0.1564],
+    [0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.1585],
+    [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529],
+]
+MASKED_SIMPLE = [
+    [0.1921, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
+    [0.2041, 0.1659, 0.0000, 0.0000, 0.0000, 0.0000],
+    [0.2036, 0.1659, 0.1662, 0.0000, 0.0000, 0.0000],
+    [0.1869, 0.1667, 0.1668, 0.1571, 0.0000, 0.0000],
+    [0.1830, 0.1669, 0.1670, 0.1588, 0.1658, 0.0000],
+    [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529],
+]
+RENORMALIZED = [
+    [1.0000, 0.0000, 0.0000, 0.0000, 0.0000, 0.0000],
+    [0.5517, 0.4483, 0.0000, 0.0000, 0.0000, 0.0000],
+    [0.3800, 0.3097, 0.3103, 0.0000, 0.0000, 0.0000],
+    [0.2758, 0.2460, 0.2462, 0.2319, 0.0000, 0.0000],
+    [0.2175, 0.1983, 0.1984, 0.1888, 0.1971, 0.0000],
+    [0.1935, 0.1663, 0.1666, 0.1542, 0.1666, 0.1529],
+]
+MASKED_SCORES = [
+    [0.2899, INF, INF, INF, INF, INF],
+    [0.4656, 0.1723, INF, INF, INF, INF],
+    [0.4594, 0.1703, 0.1731, INF, INF, INF],
+    [0.2642, 0.1024, 0.1036, 0.0186, INF, INF],
+    [0.2183, 0.0874, 0.0882, 0.0177, 0.0786, INF],
+    [0.3408, 0.1270, 0.1290, 0.0198, 0.1290, 0.0078],
+]
+# Printed in section 3.5.3 (seed 123, d_in=3, d_out=2, dropout=0.0), per batch item.
+CAUSAL_SEED_123 = [
+    [-0.4519, 0.2216],
+    [-0.5874, 0.0058],
+    [-0.6300, -0.0632],
+    [-0.5675, -0.0843],
+    [-0.5526, -0.0981],
+    [-0.5299, -0.1081],
+]
+
+
+@pytest.fixture
+def scores_of_sa_v2(inputs: torch.Tensor) -> torch.Tensor:
+    """The unscaled scores of section 3.5.1, ``(6, 6)``."""
+    torch.manual_seed(789)
+    sa_v2 = SelfAttention_v2(3, 2)
+    with torch.no_grad():
+        return sa_v2.W_query(inputs) @ sa_v2.W_key(inputs).T
+
+
+def random_module(
+    seed: int, d_in: int = 4, d_out: int = 3, context_length: int = 8, **kwargs
+) -> CausalAttention:
+    torch.manual_seed(seed)
+    kwargs.setdefault("dropout", 0.0)
+    return CausalAttention(d_in, d_out, context_length, **kwargs)
+
+
+# --- masks: polarity and the chapter's 3.5.1 numbers ----------------------------
+
+
+@pytest.mark.parametrize("num_tokens", [1, 2, 6])
+def test_causal_mask_marks_the_future(num_tokens: int) -> None:
+    mask = causal_mask(num_tokens)
+    assert mask.dtype == torch.bool
+    assert mask.shape == (num_tokens, num_tokens)
+    for i in range(num_tokens):
+        for j in range(num_tokens):
+            assert bool(mask[i, j]) == (j > i)  # True = masked out
+
+
+def test_causal_mask_on_a_device() -> None:
+    assert causal_mask(3, device="meta").device.type == "meta"
+
+
+def test_section_3_5_1_weights(scores_of_sa_v2: torch.Tensor) -> None:
+    weights = torch.softmax(scores_of_sa_v2 / 2**0.5, dim=-1)
+    assert_printed(weights, WEIGHTS)
+    assert_printed(weights.masked_fill(causal_mask(6), 0.0), MASKED_SIMPLE)
+    assert_printed(weights * torch.tril(torch.ones(6, 6)), MASKED_SIMPLE)
+    assert_printed(renormalize_masked(weights), RENORMALIZED)
+
+
+def test_section_3_5_1_neg_inf(scores_of_sa_v2: torch.Tensor) -> None:
+    masked = mask_with_neg_inf(scores_of_sa_v2)
+    assert_printed(masked, MASKED_SCORES)
+    assert_printed(torch.softmax(masked / 2**0.5, dim=-1), RENORMALIZED)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (6, 6), (3, 5, 5), (2, 2, 4, 4)])
+def test_both_ways_of_masking_agree(shape: tuple[int, ...]) -> None:
+    gen = torch.Generator().manual_seed(sum(shape))
+    scores = torch.randn(shape, generator=gen)
+    after = renormalize_masked(torch.softmax(scores, dim=-1))
+    before = torch.softmax(mask_with_neg_inf(scores), dim=-1)
+    torch.testing.assert_close(after, before)
+    torch.testing.assert_close(before.sum(dim=-1), torch.ones(shape[:-1]))
+    assert (before[..., causal_mask(shape[-1])] == 0).all()
+
+
+def test_mask_with_neg_inf_leaves_its_input_alone() -> None:
+    scores = torch.ones(4, 4)
+    masked = mask_with_neg_inf(scores)
+    torch.testing.assert_close(scores, torch.ones(4, 4))
+    assert torch.isneginf(masked[causal_mask(4)]).all()
+    assert (masked[~causal_mask(4)] == 1).all()
+
+
+# --- CausalAttention: the chapter's numbers and equivalences ----------------------
+
+
+def test_causal_attention_seed_123(batch: torch.Tensor) -> None:
+    torch.manual_seed(123)
+    ca = CausalAttention(3, 2, context_length=6, dropout=0.0)
+    out = ca(batch)
+    assert out.shape == (2, 6, 2)
+    assert_printed(out, [CAUSAL_SEED_123, CAUSAL_SEED_123])
+
+
+def test_causal_attention_weights_are_the_chapters(batch: torch.Tensor) -> None:
+    # With sa_v2's weights (seed 789), the weights that reach dropout are the
+    # renormalised matrix of section 3.5.1.
+    torch.manual_seed(789)
+    sa_v2 = SelfAttention_v2(3, 2)
+    ca = CausalAttention(3, 2, context_length=6, dropout=0.5).eval()
+    missing, unexpected = ca.load_state_dict(sa_v2.state_dict(), strict=False)
+    assert missing == ["mask"] and unexpected == []
+    seen = capture_dropout(ca)
+    ca(batch)
+    assert_printed(seen["input"], [RENORMALIZED, RENORMALIZED])
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_last_token_sees_everything_like_self_attention(qkv_bias: bool) -> None:
+    ca = random_module(11, qkv_bias=qkv_bias)
+    sa_v2 = SelfAttention_v2(4, 3, qkv_bias=qkv_bias)
+    missing, unexpected = sa_v2.load_state_dict(ca.state_dict(), strict=False)
+    assert missing == [] and unexpected == ["mask"]
+    x = torch.randn(1, 5, 4)
+    torch.testing.assert_close(ca(x)[0, -1], sa_v2(x[0])[-1])
+    assert not torch.allclose(ca(x)[0, 0], sa_v2(x[0])[0])
+
+
+def test_first_token_gets_its_own_value() -> None:
+    ca = random_module(12)
+    x = torch.randn(3, 8, 4)
+    torch.testing.assert_close(ca(x)[:, 0], ca.W_value(x[:, 0]))
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+@pytest.mark.parametrize(("d_in", "d_out"), [(3, 2), (2, 5), (4, 4), (1, 1)])
+def test_matches_torch_sdpa(d_in: int, d_out: int, qkv_bias: bool) -> None:
+    ca = random_module(13, d_in, d_out, context_length=7, qkv_bias=qkv_bias)
+    x = torch.randn(2, 7, d_in)
+    q, k, v = ca.W_query(x), ca.W_key(x), ca.W_value(x)
+    expected = nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+    torch.testing.assert_close(ca(x), expected)
+
+
+# --- causality, batches, shorter sequences --------------------------------------
+
+
+def test_future_tokens_do_not_change_the_past() -> None:
+    ca = random_module(14)
+    x = torch.randn(2, 8, 4)
+    out = ca(x)
+    for t in range(8):
+        changed = x.clone()
+        changed[:, t:] = torch.randn(2, 8 - t, 4)
+        new = ca(changed)
+        torch.testing.assert_close(new[:, :t], out[:, :t])
+        # ...and the changed token does reach itself and every later one.
+        assert not torch.isclose(new[:, t:], out[:, t:]).all(dim=-1).any()
+
+
+def test_batch_items_do_not_interact() -> None:
+    ca = random_module(15)
+    x = torch.randn(4, 6, 4)
+    alone = torch.cat([ca(x[i : i + 1]) for i in range(4)])
+    torch.testing.assert_close(ca(x), alone)
+
+
+@pytest.mark.parametrize("num_tokens", [1, 2, 5, 8])
+def test_shorter_sequences_use_the_top_left_of_the_mask(num_tokens: int) -> None:
+    ca = random_module(16, context_length=8)
+    x = torch.randn(2, 8, 4)
+    out = ca(x[:, :num_tokens])
+    assert out.shape == (2, num_tokens, 3)
+    torch.testing.assert_close(out, ca(x)[:, :num_tokens])
+
+
+# --- dropout ------------------------------------------------------------------------
+
+
+def capture_dropout(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Record what goes into and comes out of ``module.dropout`` on each call."""
+    seen: dict[str, torch.Tensor] = {}
+
+    def hook(_: nn.Module, args: tuple[torch.Tensor], output: torch.Tensor) -> None:
+        seen["input"], seen["output"] = args[0].detach(), output.detach()
+
+    module.dropout.register_forward_hook(hook)
+    return seen
+
+
+@pytest.mark.parametrize("p", [0.1, 0.5])
+def test_dropout_acts_on_the_attention_weights(p: float) -> None:
+    ca = random_module(17, context_length=32, dropout=p).train()
+    seen = capture_dropout(ca)
+    x = torch.randn(64, 32, 4)
+    out = ca(x)
+    weights, dropped = seen["input"], seen["output"]
+    # The output is built from the dropped-out weights.
+    torch.testing.assert_close(out, dropped @ ca.W_value(x))
+    # The future was zero before dropout and stays zero.
+    future = causal_mask(32).expand_as(weights)
+    assert (weights[future] == 0).all() and (dropped[future] == 0).all()
+    # Each visible weight is either zeroed or scaled by exactly 1 / (1 - p).
+    visible_in, visible_out = weights[~future], dropped[~future]
+    zeroed = visible_out == 0
+    torch.testing.assert_close(
+        visible_out[~zeroed], visible_in[~zeroed] / (1 - p), rtol=1e-6, atol=0
+    )
+    # About a fraction p is zeroed: within 6 standard deviations of a binomial.
+    n = visible_in.numel()
+    assert abs(zeroed.float().mean().item() - p) < 6 * math.sqrt(p * (1 - p) / n)
+
+
+def test_dropout_is_unbiased_on_average(inputs: torch.Tensor) -> None:
+    # Scaling survivors by 1 / (1 - p) keeps the expected output equal to the
+    # output without dropout; average many independent draws to see it.
+    torch.manual_seed(18)
+    ca = CausalAttention(3, 2, context_length=6, dropout=0.5)
+    expected = ca.eval()(inputs[None])[0]
+    draws = ca.train()(inputs.expand(10_000, 6, 3)).detach()
+    error = (draws.mean(dim=0) - expected).abs()
+    std_of_mean = draws.std(dim=0) / math.sqrt(draws.shape[0])
+    assert (error <= 6 * std_of_mean + 1e-6).all()
+
+
+def test_eval_mode_is_deterministic_and_equals_no_dropout() -> None:
+    ca = random_module(19, dropout=0.5).eval()
+    no_dropout = random_module(20, dropout=0.0)
+    no_dropout.load_state_dict(ca.state_dict())
+    x = torch.randn(3, 8, 4)
+    first = ca(x)
+    torch.testing.assert_close(ca(x), first, rtol=0, atol=0)
+    torch.testing.assert_close(first, no_dropout(x))
+    torch.testing.assert_close(first, no_dropout.train()(x))  # p=0: no effect
+
+
+def test_train_mode_with_dropout_is_random() -> None:
+    ca = random_module(21, dropout=0.5).train()
+    x = torch.randn(3, 8, 4)
+    assert not torch.allclose(ca(x), ca(x))
+    assert ca.dropout.p == 0.5
+
+
+# --- the mask buffer, state_dict, dtypes and gradients ---------------------------
+
+
+def test_mask_is_a_buffer_not_a_parameter() -> None:
+    ca = random_module(22, context_length=5)
+    assert dict(ca.named_buffers())["mask"] is ca.mask
+    assert "mask" in ca.state_dict()
+    assert all("mask" not in name for name, _ in ca.named_parameters())
+    torch.testing.assert_close(ca.mask, causal_mask(5), rtol=0, atol=0)
+
+
+def test_to_moves_the_mask_with_the_module() -> None:
+    # A mask kept as a plain attribute would stay on the CPU here.
+    ca = random_module(23).to("meta")
+    assert ca.mask.device.type == "meta"
+    assert ca.W_query.weight.device.type == "meta"
+    out = ca(torch.empty(2, 5, 4, device="meta"))
+    assert out.shape == (2, 5, 3) and out.device.type == "meta"
+
+
+def test_state_dict_round_trip() -> None:
+    source = random_module(24, qkv_bias=True)
+    target = random_module(25, qkv_bias=True)
+    x = torch.randn(2, 8, 4)
+    assert not torch.allclose(source(x), target(x))
+    target.load_state_dict(source.state_dict())
+    torch.testing.assert_close(target(x), source(x), rtol=0, atol=0)
+
+
+def test_float64_and_gradients_reach_every_parameter() -> None:
+    ca = random_module(26, qkv_bias=True).double()
+    assert ca.mask.dtype == torch.bool  # .double() leaves a boolean buffer alone
+    x = torch.randn(2, 8, 4, dtype=torch.float64)
+    out = ca(x)
+    assert out.dtype == torch.float64
+    (out * torch.randn_like(out)).sum().backward()
+    for name, param in ca.named_parameters():
+        assert param.grad is not None, name
+        assert torch.isfinite(param.grad).all(), name
+        assert param.grad.abs().sum() > 0, name
+
+
+def test_gradcheck_in_eval_mode() -> None:
+    ca = random_module(27, d_in=3, d_out=2, context_length=4, dropout=0.3)
+    ca = ca.double().eval()
+    names = [name for name, _ in ca.named_parameters()]
+    params = tuple(p.detach().clone().requires_grad_() for p in ca.parameters())
+    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
+
+    def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
+        state = dict(zip(names, params, strict=True))
+        return torch.func.functional_call(ca, state, (x,))
+
+    assert torch.autograd.gradcheck(run, (x, *params))

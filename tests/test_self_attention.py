@@ -1,0 +1,215 @@
+"""Tests for attention.self_attention: trainable self-attention (section 3.4)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
+
+
+def assert_printed(actual: torch.Tensor, printed: list | float) -> None:
+    """Equal to a value the chapter prints with 4 decimals."""
+    torch.testing.assert_close(
+        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
+    )
+
+
+# Printed in section 3.4.1 (seed 123, torch.rand weights, d_in=3, d_out=2).
+QUERY_2 = [0.4306, 1.4551]
+KEY_2 = [0.4433, 1.1419]
+VALUE_2 = [0.3951, 1.0037]
+ATTN_SCORE_22 = 1.8524
+ATTN_SCORES_2 = [1.2705, 1.8524, 1.8111, 1.0795, 0.5577, 1.5440]
+ATTN_WEIGHTS_2 = [0.1500, 0.2264, 0.2199, 0.1311, 0.0906, 0.1820]
+CONTEXT_VEC_2 = [0.3061, 0.8210]
+
+# Printed in section 3.4.2.
+SA_V1_SEED_123 = [
+    [0.2996, 0.8053],
+    [0.3061, 0.8210],
+    [0.3058, 0.8203],
+    [0.2948, 0.7939],
+    [0.2927, 0.7891],
+    [0.2990, 0.8040],
+]
+SA_V2_SEED_789 = [
+    [-0.0739, 0.0713],
+    [-0.0748, 0.0703],
+    [-0.0749, 0.0702],
+    [-0.0760, 0.0685],
+    [-0.0763, 0.0679],
+    [-0.0754, 0.0693],
+]
+
+SHAPES = [(3, 2), (2, 3), (4, 4), (1, 1), (8, 5)]  # (d_in, d_out)
+
+
+# --- parity with the chapter's printouts -------------------------------------
+
+
+def test_step_by_step_numbers_of_section_3_4_1(inputs: torch.Tensor) -> None:
+    torch.manual_seed(123)
+    W_query, W_key, W_value = (torch.rand(3, 2) for _ in range(3))
+    x_2 = inputs[1]
+    query_2 = x_2 @ W_query
+    assert_printed(query_2, QUERY_2)
+    assert_printed(x_2 @ W_key, KEY_2)
+    assert_printed(x_2 @ W_value, VALUE_2)
+
+    keys = inputs @ W_key  # (6, 3) @ (3, 2) -> (6, 2)
+    values = inputs @ W_value
+    assert_printed(query_2.dot(keys[1]), ATTN_SCORE_22)
+    attn_scores_2 = query_2 @ keys.T
+    assert_printed(attn_scores_2, ATTN_SCORES_2)
+    attn_weights_2 = torch.softmax(attn_scores_2 / keys.shape[-1] ** 0.5, dim=-1)
+    assert_printed(attn_weights_2, ATTN_WEIGHTS_2)
+    assert_printed(attn_weights_2 @ values, CONTEXT_VEC_2)
+
+
+def test_v1_draws_its_weights_in_the_chapters_order(inputs: torch.Tensor) -> None:
+    torch.manual_seed(123)
+    expected = [torch.rand(3, 2) for _ in range(3)]
+    torch.manual_seed(123)
+    sa_v1 = SelfAttention_v1(3, 2)
+    for param, want in zip(
+        (sa_v1.W_query, sa_v1.W_key, sa_v1.W_value), expected, strict=True
+    ):
+        torch.testing.assert_close(param.detach(), want, rtol=0, atol=0)
+    assert_printed(inputs[1] @ sa_v1.W_query, QUERY_2)
+
+
+def test_self_attention_v1_seed_123(inputs: torch.Tensor) -> None:
+    torch.manual_seed(123)
+    out = SelfAttention_v1(d_in=3, d_out=2)(inputs)
+    assert out.shape == (6, 2)
+    assert_printed(out, SA_V1_SEED_123)
+    assert_printed(out[1], CONTEXT_VEC_2)  # row 2 is the step-by-step z^(2)
+
+
+def test_self_attention_v2_seed_789(inputs: torch.Tensor) -> None:
+    torch.manual_seed(789)
+    out = SelfAttention_v2(d_in=3, d_out=2)(inputs)
+    assert out.shape == (6, 2)
+    assert_printed(out, SA_V2_SEED_789)
+
+
+# --- equivalences -----------------------------------------------------------------
+
+
+def reference_self_attention(
+    x: torch.Tensor, W_q: torch.Tensor, W_k: torch.Tensor, W_v: torch.Tensor
+) -> torch.Tensor:
+    """Scaled dot-product self-attention written out, weights as (d_in, d_out)."""
+    q, k, v = x @ W_q, x @ W_k, x @ W_v
+    weights = torch.softmax(q @ k.T / W_k.shape[1] ** 0.5, dim=-1)
+    return weights @ v
+
+
+@pytest.mark.parametrize(("d_in", "d_out"), SHAPES)
+def test_copy_weights_v2_to_v1_gives_equal_outputs(d_in: int, d_out: int) -> None:
+    torch.manual_seed(d_in * 10 + d_out)
+    sa_v2 = SelfAttention_v2(d_in, d_out)
+    sa_v1 = SelfAttention_v1(d_in, d_out)
+    x = torch.randn(7, d_in)
+    assert not torch.allclose(sa_v1(x), sa_v2(x))  # different weights before
+    copy_weights_v2_to_v1(sa_v2, sa_v1)
+    torch.testing.assert_close(sa_v1(x), sa_v2(x))
+    # Each matrix went over transposed, query to query, key to key, value to value.
+    for name in ("W_query", "W_key", "W_value"):
+        torch.testing.assert_close(
+            getattr(sa_v1, name).detach(), getattr(sa_v2, name).weight.detach().T
+        )
+
+
+def test_copy_weights_copies_rather_than_aliases() -> None:
+    torch.manual_seed(0)
+    sa_v2, sa_v1 = SelfAttention_v2(3, 2), SelfAttention_v1(3, 2)
+    copy_weights_v2_to_v1(sa_v2, sa_v1)
+    assert isinstance(sa_v1.W_query, torch.nn.Parameter)
+    x = torch.randn(4, 3)
+    before = sa_v1(x).detach().clone()
+    with torch.no_grad():
+        sa_v2.W_query.weight.add_(1.0)
+    torch.testing.assert_close(sa_v1(x), before)
+
+
+@pytest.mark.parametrize(("d_in", "d_out"), SHAPES)
+def test_v1_matches_the_formula(d_in: int, d_out: int) -> None:
+    torch.manual_seed(d_in + d_out)
+    sa_v1 = SelfAttention_v1(d_in, d_out)
+    x = torch.randn(5, d_in)
+    expected = reference_self_attention(x, sa_v1.W_query, sa_v1.W_key, sa_v1.W_value)
+    torch.testing.assert_close(sa_v1(x), expected)
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+@pytest.mark.parametrize(("d_in", "d_out"), SHAPES)
+def test_v2_matches_torch_sdpa(d_in: int, d_out: int, qkv_bias: bool) -> None:
+    torch.manual_seed(d_in * 7 + d_out)
+    sa_v2 = SelfAttention_v2(d_in, d_out, qkv_bias=qkv_bias)
+    x = torch.randn(6, d_in)
+    q, k, v = sa_v2.W_query(x), sa_v2.W_key(x), sa_v2.W_value(x)
+    expected = F.scaled_dot_product_attention(q, k, v)  # scale 1/sqrt(d_out)
+    torch.testing.assert_close(sa_v2(x), expected)
+
+
+def test_qkv_bias_adds_one_bias_per_projection() -> None:
+    without = SelfAttention_v2(3, 2)
+    with_bias = SelfAttention_v2(3, 2, qkv_bias=True)
+    assert all(layer.bias is None for layer in (without.W_query, without.W_key))
+    names = {name for name, _ in with_bias.named_parameters()}
+    assert {"W_query.bias", "W_key.bias", "W_value.bias"} <= names
+    assert sum(p.numel() for p in with_bias.parameters()) == 3 * (3 * 2 + 2)
+
+
+# --- properties -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
+def test_tokens_can_be_permuted(cls: type) -> None:
+    # Without a mask or positions, self-attention treats the input as a set:
+    # shuffling the tokens shuffles the outputs the same way.
+    torch.manual_seed(3)
+    module = cls(4, 3)
+    x = torch.randn(6, 4)
+    perm = torch.tensor([3, 0, 5, 1, 4, 2])
+    torch.testing.assert_close(module(x[perm]), module(x)[perm])
+
+
+@pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
+@pytest.mark.parametrize(("d_in", "d_out"), SHAPES)
+@pytest.mark.parametrize("num_tokens", [1, 6])
+def test_output_shape(cls: type, d_in: int, d_out: int, num_tokens: int) -> None:
+    out = cls(d_in, d_out)(torch.randn(num_tokens, d_in))
+    assert out.shape == (num_tokens, d_out)
+
+
+@pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
+def test_float64_and_gradients_reach_every_parameter(cls: type) -> None:
+    torch.manual_seed(5)
+    module = cls(3, 4).double()
+    x = torch.randn(5, 3, dtype=torch.float64)
+    out = module(x)
+    assert out.dtype == torch.float64
+    (out * torch.randn_like(out)).sum().backward()
+    for name, param in module.named_parameters():
+        assert param.grad is not None, name
+        assert torch.isfinite(param.grad).all(), name
+        assert param.grad.abs().sum() > 0, name
+
+
+@pytest.mark.parametrize("cls", [SelfAttention_v1, SelfAttention_v2])
+def test_gradcheck(cls: type) -> None:
+    torch.manual_seed(6)
+    module = cls(3, 2).double()
+    names = [name for name, _ in module.named_parameters()]
+    params = tuple(p.detach().clone().requires_grad_() for p in module.parameters())
+    x = torch.randn(4, 3, dtype=torch.float64, requires_grad=True)
+
+    def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
+        state = dict(zip(names, params, strict=True))
+        return torch.func.functional_call(module, state, (x,))
+
+    assert torch.autograd.gradcheck(run, (x, *params))
