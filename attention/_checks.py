@@ -38,12 +38,14 @@ def check_input(
     ndim: int,
     d_in: int,
     context_length: int | None = None,
+    dtype: torch.dtype | None = None,
     name: str = "x",
 ) -> None:
     """Raise unless ``x`` has rank ``ndim``, last size ``d_in`` and few enough tokens.
 
     For ``ndim == 2`` the expected shape is ``(num_tokens, d_in)``; for
-    ``ndim == 3`` it is ``(batch, num_tokens, d_in)``.
+    ``ndim == 3`` it is ``(batch, num_tokens, d_in)``. ``x`` must hold
+    floating-point embeddings, of the module's ``dtype`` when one is given.
     """
     layout = "(num_tokens, d_in)" if ndim == 2 else "(batch, num_tokens, d_in)"
     if not isinstance(x, torch.Tensor):
@@ -57,6 +59,16 @@ def check_input(
         raise ValueError(
             f"{name} must have d_in={d_in} features in its last dimension {layout}, "
             f"got {x.shape[-1]} (shape {tuple(x.shape)})"
+        )
+    if not x.is_floating_point():
+        raise ValueError(
+            f"{name} must hold floating-point embeddings, got dtype {x.dtype}; "
+            "token ids go through an embedding layer (nn.Embedding) first"
+        )
+    if dtype is not None and x.dtype != dtype:
+        raise ValueError(
+            f"{name} has dtype {x.dtype} but the module's weights are {dtype}; "
+            f"convert one of them, e.g. x.to({dtype}) or module.to({x.dtype})"
         )
     num_tokens = x.shape[-2]
     if context_length is not None and num_tokens > context_length:

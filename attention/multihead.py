@@ -154,7 +154,13 @@ class MultiHeadAttention(nn.Module):
         self.register_buffer("mask", causal_mask(context_length))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        check_input(
+            x,
+            ndim=3,
+            d_in=self.d_in,
+            context_length=self.context_length,
+            dtype=self.W_query.weight.dtype,
+        )
         b, num_tokens, d_in = x.shape
         keys = self.W_key(x)  # (b, T, d_in) -> (b, T, d_out)
         queries = self.W_query(x)  # (b, T, d_out)

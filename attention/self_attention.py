@@ -56,7 +56,7 @@ class SelfAttention_v1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=2, d_in=self.d_in)
+        check_input(x, ndim=2, d_in=self.d_in, dtype=self.W_query.dtype)
         keys = x @ self.W_key  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
         queries = x @ self.W_query  # (T, d_out)
         values = x @ self.W_value  # (T, d_out)
@@ -111,7 +111,7 @@ class SelfAttention_v2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=2, d_in=self.d_in)
+        check_input(x, ndim=2, d_in=self.d_in, dtype=self.W_query.weight.dtype)
         keys = self.W_key(x)  # (T, d_in) -> (T, d_out)
         queries = self.W_query(x)  # (T, d_out)
         values = self.W_value(x)  # (T, d_out)

@@ -203,3 +203,29 @@ def test_copy_weights_refuses_a_size_mismatch(
     with pytest.raises(ValueError, match=expected):
         copy_weights_v2_to_v1(SelfAttention_v2(*v2_shape), sa_v1)
     torch.testing.assert_close(sa_v1.W_query.detach(), before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize(
+    "module, x",
+    [
+        (lambda: SelfAttention_v2(3, 2), torch.zeros(6, 3, dtype=torch.float64)),
+        (
+            lambda: CausalAttention(3, 2, 6, 0.0),
+            torch.zeros(1, 6, 3, dtype=torch.float64),
+        ),
+        (
+            lambda: MultiHeadAttention(3, 2, 6, 0.0, num_heads=2),
+            torch.zeros(1, 6, 3, dtype=torch.float64),
+        ),
+    ],
+)
+def test_dtype_mismatch_names_both_dtypes(module, x):
+    with pytest.raises(ValueError, match=r"float64 but the module's weights are "):
+        module()(x)
+
+
+def test_integer_input_is_rejected_with_a_hint():
+    with pytest.raises(
+        ValueError, match=r"floating-point embeddings, got dtype torch.int64"
+    ):
+        CausalAttention(3, 2, 6, 0.0)(torch.zeros(1, 6, 3, dtype=torch.long))
