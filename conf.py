@@ -75,6 +75,8 @@ html_theme_options = {
     "show_toc_level": 2,
     "home_page_in_toc": True,
 }
+# A named default: with none, the theme logs a console error on a first visit.
+html_context = {"default_mode": "auto"}
 html_static_path = []
 html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
