@@ -80,13 +80,19 @@ def check_input(
 
 
 def check_query_context(
-    x: torch.Tensor, context: torch.Tensor, *, d_in: int, d_context: int
+    x: torch.Tensor,
+    context: torch.Tensor,
+    d_in: int,
+    d_context: int,
+    dtype: torch.dtype | None = None,
 ) -> None:
     """Raise unless ``x`` and ``context`` fit a cross-attention module.
 
     Both must be tensors of the same rank, 2 ``(num_tokens, width)`` or 3
     ``(batch, num_tokens, width)``, with ``d_in`` and ``d_context`` features
-    respectively, the same batch size, and at least one context token.
+    respectively, the same batch size, and at least one context token. Both
+    must hold floating-point embeddings, of the module's ``dtype`` when one
+    is given.
     """
     for name, t in (("x", x), ("context", context)):
         if not isinstance(t, torch.Tensor):
@@ -122,3 +128,15 @@ def check_query_context(
             "context must hold at least one token to attend to, got shape "
             f"{tuple(context.shape)}"
         )
+    for name, t in (("x", x), ("context", context)):
+        if not t.is_floating_point():
+            raise ValueError(
+                f"{name} must hold floating-point embeddings, got dtype {t.dtype}; "
+                "token ids go through an embedding layer (nn.Embedding) first"
+            )
+        if dtype is not None and t.dtype != dtype:
+            raise ValueError(
+                f"{name} has dtype {t.dtype} but the module's weights are {dtype}; "
+                f"convert one of them, e.g. {name}.to({dtype}) or "
+                f"module.to({t.dtype})"
+            )

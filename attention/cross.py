@@ -88,7 +88,8 @@ class CrossAttention(nn.Module):
         self.W_value = nn.Linear(d_context, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        check_query_context(x, context, d_in=self.d_in, d_context=self.d_context)
+        dtype = self.W_query.weight.dtype
+        check_query_context(x, context, self.d_in, self.d_context, dtype)
         keys = self.W_key(context)  # (b, T_kv, d_context) -> (b, T_kv, d_out)
         queries = self.W_query(x)  # (b, T_q, d_in) -> (b, T_q, d_out)
         values = self.W_value(context)  # (b, T_kv, d_out)

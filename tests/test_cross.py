@@ -150,6 +150,10 @@ def test_default_context_width_is_d_in():
         (torch.rand(6, 3), torch.rand(0, 5), "at least one token"),
         ([[0.0, 0.0, 0.0]], torch.rand(8, 5), "x must be a torch.Tensor, got list"),
         (torch.rand(6, 3), None, "context must be a torch.Tensor, got NoneType"),
+        (torch.tensor([[0, 4, 5]]), torch.rand(8, 5), "x must hold floating-point"),
+        (torch.rand(6, 3), torch.ones(8, 5, dtype=torch.long), "context must hold"),
+        (torch.rand(6, 3, dtype=torch.float64), torch.rand(8, 5), "x has dtype"),
+        (torch.rand(6, 3), torch.rand(8, 5).half(), "context has dtype torch.float16"),
     ],
 )
 def test_bad_inputs_raise_clear_errors(x, context, message):
@@ -170,3 +174,12 @@ def test_bad_inputs_raise_clear_errors(x, context, message):
 def test_bad_sizes_raise_clear_errors(kwargs, message):
     with pytest.raises(ValueError, match=message):
         CrossAttention(**kwargs)
+
+
+def test_a_float64_module_takes_float64_inputs():
+    torch.manual_seed(0)
+    cross = CrossAttention(3, 2, d_context=5).to(torch.float64)
+    x, context = _pair(2, 6, 8, 3, 5)
+    out = cross(x.double(), context.double())
+    assert out.dtype == torch.float64
+    assert out.shape == (2, 6, 2)
