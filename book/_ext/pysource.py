@@ -36,6 +36,7 @@ def _resolve(dotted: str):
 
 def source_without_docstrings(obj) -> tuple[list[str], int, str]:
     """Return ``(lines, first line number, file)`` of ``obj``, docstrings removed."""
+    obj = inspect.unwrap(obj)  # a decorator such as @torch.no_grad() hides the file
     lines, start = inspect.getsourcelines(obj)
     text = textwrap.dedent("".join(lines))
     drop: set[int] = set()
