@@ -10,7 +10,7 @@ SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPH
 CHROMIUM   := /usr/bin/chromium
 STAMP      := $(VENV)/.installed
 
-.PHONY: html test lint unit site bench clean serve
+.PHONY: html test lint unit site bench clean serve repro
 
 html: $(STAMP)
 	$(SPHINX) book $(BUILDDIR)/html
@@ -28,6 +28,14 @@ unit: $(STAMP)
 
 site: $(STAMP) $(CHROMIUM)
 	BUILDDIR=$(BUILDDIR) $(BIN)/python -m pytest -m "site or browser or slow" -q tests
+
+# Two clean builds must print the same cell outputs (cells tagged
+# nondeterministic, such as timings, excepted): see tests/site/compare_builds.py.
+repro: $(STAMP)
+	rm -rf $(BUILDDIR)/repro-a $(BUILDDIR)/repro-b
+	$(MAKE) --no-print-directory html BUILDDIR=$(BUILDDIR)/repro-a
+	$(MAKE) --no-print-directory html BUILDDIR=$(BUILDDIR)/repro-b
+	$(BIN)/python tests/site/compare_builds.py $(BUILDDIR)/repro-a $(BUILDDIR)/repro-b
 
 bench: $(STAMP)
 	$(BIN)/python -m attention.bench
