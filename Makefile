@@ -20,8 +20,8 @@ html: $(STAMP)
 test: lint unit html site
 
 lint: $(STAMP)
-	$(BIN)/ruff check attention tests conf.py
-	$(BIN)/ruff format --check attention tests conf.py
+	$(BIN)/ruff check attention tests conf.py book/_ext
+	$(BIN)/ruff format --check attention tests conf.py book/_ext
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not site and not browser and not slow" -q

@@ -68,14 +68,18 @@ def changed_lines(new: list[str], old: list[str]) -> list[int]:
 
 class PySource(SphinxDirective):
     required_arguments = 1
-    option_spec = {"diff": directives.unchanged_required, "caption": directives.unchanged}
+    option_spec = {
+        "diff": directives.unchanged_required,
+        "caption": directives.unchanged,
+    }
 
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0]
         try:
             lines, start, path = source_without_docstrings(_resolve(name))
         except (ImportError, AttributeError, TypeError, OSError) as exc:
-            raise self.error(f"pysource: cannot read the source of {name!r}: {exc}")
+            msg = f"pysource: cannot read the source of {name!r}: {exc}"
+            raise self.error(msg) from exc
         self.env.note_dependency(path)
         code = "\n".join(lines)
         block = nodes.literal_block(code, code)
@@ -96,7 +100,8 @@ class PySource(SphinxDirective):
             "caption", f"{role}`{short} <{name}>`, from ``{rel.as_posix()}``"
         )
         if "diff" in self.options:
-            caption += f" (highlighted: new since ``{self.options['diff'].split('.')[-1]}``)"
+            previous = self.options["diff"].rpartition(".")[2]
+            caption += f" (highlighted: new since ``{previous}``)"
         return [container_wrapper(self, block, caption)]
 
 
