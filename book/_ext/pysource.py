@@ -19,6 +19,7 @@ import ast
 import difflib
 import importlib
 import inspect
+import re
 import textwrap
 from pathlib import Path
 
@@ -54,15 +55,27 @@ def source_without_docstrings(obj) -> tuple[list[str], int, str]:
     return kept, start, inspect.getsourcefile(obj)
 
 
+def _code_only(line: str) -> str:
+    """The line without its comment and surrounding blanks (``#`` in strings aside)."""
+    return _COMMENT.sub("", line).strip()
+
+
+_COMMENT = re.compile(r"\s*#[^\"']*$")
+
+
 def changed_lines(new: list[str], old: list[str]) -> list[int]:
-    """1-based numbers of the lines of ``new`` that ``old`` does not have."""
+    """1-based numbers of the code lines of ``new`` that ``old`` does not have.
+
+    Comments are ignored on both sides: a line whose only change is a new
+    shape comment is not new code, and a comment-only line is never marked.
+    """
     matcher = difflib.SequenceMatcher(
-        a=[line.strip() for line in old], b=[line.strip() for line in new]
+        a=[_code_only(line) for line in old], b=[_code_only(line) for line in new]
     )
     changed = []
     for tag, _, _, j1, j2 in matcher.get_opcodes():
         if tag in ("replace", "insert"):
-            changed.extend(j + 1 for j in range(j1, j2) if new[j].strip())
+            changed.extend(j + 1 for j in range(j1, j2) if _code_only(new[j]))
     return changed
 
 
