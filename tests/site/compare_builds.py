@@ -1,0 +1,177 @@
+"""Compare the cell outputs of two builds of the book.
+
+Usage, from the repository's root::
+
+    python tests/site/compare_builds.py _build/repro-a _build/repro-b
+
+Each argument is a build folder (the ``BUILDDIR`` of ``make html``, which
+holds ``jupyter_execute/``, where myst-nb writes every executed notebook) or
+a ``jupyter_execute`` folder itself. Two clean builds of the same checkout
+must print the same outputs: the exit status is 0 when they do, 1 with the
+differences listed when they don't. ``make repro`` builds twice from scratch
+and runs this script; ``test_site_stale.py`` runs it on a small copy of the
+book.
+
+What is compared: for every notebook, the source of every code cell and the
+outputs of every code cell not tagged ``nondeterministic`` (benchmark
+timings). What is ignored: execution counts, timestamps and all other
+metadata, object addresses (``at 0x7f...``), how a cell's printed text was
+split into messages (the page shows it merged, ``nb_merge_streams``), and the
+parts of a Matplotlib SVG that change from run to run by design (its date and
+its random ids).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+IGNORED_TAGS = frozenset({"nondeterministic"})
+
+_ADDRESS = re.compile(r"\bat 0x[0-9a-fA-F]+")
+_SVG_METADATA = re.compile(r"<metadata>.*?</metadata>", re.DOTALL)
+_SVG_ID = re.compile(r'\bid="([^"]+)"')
+
+
+def normalize_text(text: str) -> str:
+    """Hide object addresses, which differ between runs.
+
+    >>> normalize_text("<Linear object at 0x7f3a2c1d9e50>")
+    '<Linear object at 0x...>'
+    """
+    return _ADDRESS.sub("at 0x...", text)
+
+
+def normalize_svg(svg: str) -> str:
+    """Drop a Matplotlib SVG's metadata and number its ids in order of use.
+
+    Matplotlib stamps the date into ``<metadata>`` and salts its clip-path
+    and marker ids with a random value unless ``svg.hashsalt`` is set.
+
+    >>> a = '<metadata>2026-01-01</metadata><path id="p3f1"/><use href="#p3f1"/>'
+    >>> b = '<metadata>2026-01-02</metadata><path id="p9c2"/><use href="#p9c2"/>'
+    >>> normalize_svg(a) == normalize_svg(b)
+    True
+    >>> normalize_svg(a)
+    '<path id="id0"/><use href="#id0"/>'
+    """
+    svg = _SVG_METADATA.sub("", svg)
+    ids = list(dict.fromkeys(_SVG_ID.findall(svg)))
+    # Two passes through placeholders, so that a new name never meets an old one.
+    for i, old in enumerate(ids):
+        svg = re.sub(rf'(?<=["#]){re.escape(old)}(?=["\)])', f"\0{i}\0", svg)
+    return re.sub("\0(\\d+)\0", r"id\1", svg)
+
+
+def _joined(value) -> str:
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def normalize_output(output: dict) -> dict:
+    """The parts of one nbformat output that must not change between builds."""
+    kind = output["output_type"]
+    if kind == "stream":
+        return {
+            "stream": output["name"],
+            "text": normalize_text(_joined(output["text"])),
+        }
+    if kind == "error":
+        return {"error": output["ename"], "evalue": output["evalue"]}
+    data = {}
+    for mime, value in output.get("data", {}).items():
+        text = _joined(value)
+        if mime == "image/svg+xml":
+            text = normalize_svg(text)
+        elif mime.startswith("text/"):
+            text = normalize_text(text)
+        data[mime] = text
+    return {kind: data}
+
+
+def merge_streams(outputs: list[dict]) -> list[dict]:
+    """Each stream's text in one output, where the stream first printed.
+
+    >>> merge_streams([
+    ...     {"output_type": "stream", "name": "stdout", "text": "a\\n"},
+    ...     {"output_type": "execute_result", "data": {}},
+    ...     {"output_type": "stream", "name": "stdout", "text": ["b\\n"]},
+    ... ])  # doctest: +NORMALIZE_WHITESPACE
+    [{'output_type': 'stream', 'name': 'stdout', 'text': 'a\\nb\\n'},
+     {'output_type': 'execute_result', 'data': {}}]
+    """
+    merged, streams = [], {}
+    for output in outputs:
+        if output["output_type"] != "stream":
+            merged.append(output)
+        elif output["name"] in streams:
+            streams[output["name"]]["text"] += _joined(output["text"])
+        else:
+            streams[output["name"]] = dict(output, text=_joined(output["text"]))
+            merged.append(streams[output["name"]])
+    return merged
+
+
+def cells(notebook: Path, ignore_tags=IGNORED_TAGS) -> list[dict]:
+    """Source and normalized outputs of each code cell of an executed notebook."""
+    nb = json.loads(notebook.read_text("utf-8"))
+    result = []
+    for cell in nb["cells"]:
+        if cell["cell_type"] != "code":
+            continue
+        tags = set(cell.get("metadata", {}).get("tags", []))
+        outputs = None  # not compared
+        if not tags & set(ignore_tags):
+            merged = merge_streams(cell.get("outputs", []))
+            outputs = [normalize_output(o) for o in merged]
+        result.append({"source": _joined(cell["source"]), "outputs": outputs})
+    return result
+
+
+def executed_notebooks(build: Path) -> dict[str, Path]:
+    """``{relative path: file}`` of the executed notebooks of a build."""
+    folder = build if build.name == "jupyter_execute" else build / "jupyter_execute"
+    if not folder.is_dir():
+        raise FileNotFoundError(f"no executed notebooks: {folder} is missing")
+    return {
+        p.relative_to(folder).as_posix(): p for p in sorted(folder.rglob("*.ipynb"))
+    }
+
+
+def compare(build_a: Path, build_b: Path, ignore_tags=IGNORED_TAGS) -> list[str]:
+    """Every difference between the executed outputs of two builds (empty: same)."""
+    a, b = executed_notebooks(Path(build_a)), executed_notebooks(Path(build_b))
+    problems = [f"{name}: only in {build_a}" for name in sorted(a.keys() - b.keys())]
+    problems += [f"{name}: only in {build_b}" for name in sorted(b.keys() - a.keys())]
+    for name in sorted(a.keys() & b.keys()):
+        cells_a, cells_b = cells(a[name], ignore_tags), cells(b[name], ignore_tags)
+        if len(cells_a) != len(cells_b):
+            problems.append(f"{name}: {len(cells_a)} vs {len(cells_b)} code cells")
+            continue
+        for i, (x, y) in enumerate(zip(cells_a, cells_b, strict=True)):
+            first_line = x["source"].strip().splitlines()[:1]
+            where = f"{name}, code cell {i + 1} ({first_line[0] if first_line else ''})"
+            if x["source"] != y["source"]:
+                problems.append(f"{where}: the sources differ")
+            elif x["outputs"] != y["outputs"]:
+                problems.append(f"{where}: the outputs differ")
+    return problems
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    problems = compare(Path(argv[0]), Path(argv[1]))
+    for problem in problems:
+        print(problem)
+    count = len(executed_notebooks(Path(argv[0])))
+    print(
+        f"{count} notebooks compared: " + ("differences found" if problems else "same")
+    )
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,114 @@
+"""Fixtures for the checks of the built site (``make site``).
+
+The ``site`` and ``browser`` tests read ``$BUILDDIR/html`` (``BUILDDIR``
+defaults to ``_build``, relative to the repository's root), the output of
+``make html``. A missing build is a failure, never a skip: a green ``make
+site`` must mean that a site was there and was checked.
+"""
+
+from __future__ import annotations
+
+import os
+from functools import cached_property
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Pages Sphinx generates on its own; they are not pages of the book.
+GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
+
+
+def build_dir() -> Path:
+    """``$BUILDDIR`` as an absolute path (the tests may run from anywhere)."""
+    path = Path(os.environ.get("BUILDDIR", "_build"))
+    return path if path.is_absolute() else ROOT / path
+
+
+class Page:
+    """One built HTML file, parsed once and shared by every test."""
+
+    def __init__(self, path: Path, site: Path):
+        self.path = path
+        self.site = site
+
+    def __repr__(self) -> str:
+        return f"Page({self.rel!r})"
+
+    @property
+    def rel(self) -> str:
+        """Path inside the site, with ``/``: ``chapter3/3-3-self-attention.html``."""
+        return self.path.relative_to(self.site).as_posix()
+
+    @property
+    def docname(self) -> str:
+        return self.rel.removesuffix(".html")
+
+    @property
+    def is_book_page(self) -> bool:
+        """A page written in ``book/`` (not an index, search or ``_modules`` page)."""
+        return self.rel not in GENERATED and not self.rel.startswith("_")
+
+    @cached_property
+    def soup(self) -> BeautifulSoup:
+        return BeautifulSoup(self.path.read_text("utf-8"), "html.parser")
+
+    @cached_property
+    def article(self):
+        """The page's own content, without the theme's navigation."""
+        return self.soup.select_one("article.bd-article") or self.soup
+
+    @cached_property
+    def has_cells(self) -> bool:
+        return self.article.select_one("div.cell") is not None
+
+    @property
+    def is_notebook(self) -> bool:
+        """Whether myst-nb executed the page: its notebook is in the build.
+
+        (myst-nb saves every page it executes as ``$BUILDDIR/jupyter_execute/
+        <page>.ipynb`` while Sphinx reads it. Asking the page's source instead
+        would be wrong when the source changed after the build read it.)
+        """
+        return (
+            self.site.parent / "jupyter_execute" / f"{self.docname}.ipynb"
+        ).is_file()
+
+    def resolve(self, url: str) -> Path:
+        """The file a relative URL on this page points to."""
+        url = url.split("#", 1)[0].split("?", 1)[0]
+        return (self.path.parent / url).resolve()
+
+
+class Site:
+    """The built site: ``$BUILDDIR/html`` and its parsed pages."""
+
+    def __init__(self, html: Path):
+        self.html = html
+        self.build = html.parent
+        self.pages = [Page(p, html) for p in sorted(html.rglob("*.html"))]
+        self.pages = [p for p in self.pages if not p.rel.startswith("_static/")]
+
+    def page(self, rel: str) -> Page:
+        for page in self.pages:
+            if page.rel == rel:
+                return page
+        raise AssertionError(f"{rel} is not in the built site {self.html}")
+
+    @property
+    def book_pages(self) -> list[Page]:
+        return [p for p in self.pages if p.is_book_page]
+
+
+@pytest.fixture(scope="session")
+def site() -> Site:
+    html = build_dir() / "html"
+    if not (html / "index.html").is_file():
+        pytest.fail(
+            f"No built site at {html} (index.html is missing). Run `make html` "
+            "first, or set BUILDDIR to the build folder that holds html/.",
+            pytrace=False,
+        )
+    return Site(html)

@@ -1,0 +1,280 @@
+"""Every built page, opened in headless Chromium with the network switched off.
+
+The site is served from ``$BUILDDIR/html`` by a local ``http.server`` on
+127.0.0.1 (a free port), not opened as ``file://`` URLs: that is how a reader
+gets it (``make serve`` or any static host), and Chromium treats ``file://``
+differently (``fetch()`` of the notebook downloads is refused there, for one).
+Every request to another origin is aborted and recorded.
+
+One module fixture visits each page once and records what happened; the tests
+below each check one promise over all pages, so a failure lists every page
+that breaks it. Screenshots go to ``$BUILDDIR/screenshots/<page>.png`` (1280
+pixels wide) and, for the chapter's pages, ``<page>-phone.png`` (390 wide).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import threading
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+import nbformat
+import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
+from playwright.sync_api import sync_playwright
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-sync",
+    "--no-default-browser-check",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+]
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 390, "height": 844}
+# Raw TeX that MathJax should have replaced, outside code.
+RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\frac|\\sum|\\mathrm|\\text\{")
+
+UNTYPESET_MATH = """() => Array.from(document.querySelectorAll('article .math'))
+  .filter(el => !el.querySelector('mjx-container'))
+  .map(el => el.textContent.trim().slice(0, 60))"""
+TEXT_OUTSIDE_CODE = """() => {
+  const article = document.querySelector('article');
+  if (!article) return '';
+  const copy = article.cloneNode(true);
+  copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight')
+      .forEach(el => el.remove());
+  return copy.textContent;
+}"""
+MATHJAX_DONE = """() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
+  ? MathJax.startup.promise.then(() => true) : false"""
+FETCH = """async href => {
+  const response = await fetch(href);
+  return [response.status, await response.text()];
+}"""
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args):  # keep pytest's output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def origin(site):
+    """``http://127.0.0.1:<port>`` serving the built site."""
+    handler = functools.partial(_QuietHandler, directory=str(site.html))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class Visit:
+    """What happened while one page was open."""
+
+    def __init__(self, page):
+        self.page = page  # a Page from conftest
+        self.console_errors: list[str] = []
+        self.failed: list[str] = []
+        self.external: list[str] = []
+        self.math_problems: list[str] = []
+        self.solution_problems: list[str] = []
+        self.download_problems: list[str] = []
+        self.phone_problems: list[str] = []
+        self.screenshots: list = []
+
+
+class Browser:
+    """Chromium with one tab per viewport; records what the open page does."""
+
+    def __init__(self, playwright, origin: str):
+        self.origin = origin
+        self.chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS
+        )
+        self.tabs = {}
+        for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
+            context = self.chromium.new_context(
+                viewport=viewport, accept_downloads=True
+            )
+            context.route("**/*", self._route)
+            tab = context.new_page()
+            tab.on("console", self._console)
+            tab.on("pageerror", self._page_error)
+            tab.on("requestfailed", self._failed)
+            tab.on("response", self._response)
+            self.tabs[name] = tab
+        self.visit: Visit | None = None
+
+    def _route(self, route):
+        url = route.request.url
+        if url.startswith(self.origin + "/"):
+            route.continue_()
+        else:
+            self.visit.external.append(url)
+            route.abort("blockedbyclient")
+
+    def _console(self, message):
+        if message.type == "error":
+            self.visit.console_errors.append(f"{message.text} ({message.location})")
+
+    def _page_error(self, error):
+        self.visit.console_errors.append(f"uncaught: {error}")
+
+    def _failed(self, request):
+        if request.url.startswith(self.origin):
+            self.visit.failed.append(f"{request.url}: {request.failure}")
+
+    def _response(self, response):
+        if response.status >= 400:
+            self.visit.failed.append(f"{response.url}: HTTP {response.status}")
+
+    def open(self, tab: str, visit: Visit):
+        self.visit = visit
+        page = self.tabs[tab]
+        page.goto(f"{self.origin}/{visit.page.rel}", wait_until="load")
+        if visit.page.article.select_one(".math") and not page.evaluate(MATHJAX_DONE):
+            visit.math_problems.append(f"{tab}: MathJax did not start")
+        return page
+
+    def close(self):
+        self.chromium.close()
+
+
+def check_math(tab, visit: Visit):
+    untypeset = tab.evaluate(UNTYPESET_MATH)
+    visit.math_problems += [f"not typeset: {tex}" for tex in untypeset]
+    raw = sorted(set(RAW_TEX.findall(tab.evaluate(TEXT_OUTSIDE_CODE))))
+    visit.math_problems += [f"raw TeX left in the text: {r}" for r in raw]
+
+
+def check_solutions(tab, visit: Visit):
+    """Each solution is collapsed, opens when its title is clicked."""
+    solutions = tab.locator("article .solution")
+    for i in range(solutions.count()):
+        solution = solutions.nth(i)
+        label = solution.locator(".admonition-title").inner_text().strip()
+        body = solution.locator(":scope > :not(.admonition-title)").first
+        if body.is_visible():
+            visit.solution_problems.append(f"{label!r} is visible before a click")
+            continue
+        solution.locator(".admonition-title").click()
+        try:
+            body.wait_for(state="visible", timeout=2000)
+        except PlaywrightTimeout:
+            visit.solution_problems.append(f"{label!r} stays hidden after a click")
+
+
+def check_download(tab, visit: Visit, click: bool):
+    """The notebook download link serves a valid executed notebook."""
+    links = tab.locator("article a.download[href$='.ipynb']")
+    if links.count() != 1:
+        visit.download_problems.append(f"{links.count()} notebook download links")
+        return
+    href = links.first.get_attribute("href")
+    if click:  # once, the way a reader does it
+        with tab.expect_download() as download:
+            links.first.click()
+        text = download.value.path().read_text("utf-8")
+    else:
+        status, text = tab.evaluate(FETCH, href)
+        if status != 200:
+            visit.download_problems.append(f"{href}: HTTP {status}")
+            return
+    try:
+        notebook = nbformat.reads(text, as_version=4)
+        nbformat.validate(notebook)
+    except (ValueError, nbformat.ValidationError) as error:  # not JSON, not nbformat
+        visit.download_problems.append(f"{href}: not a valid notebook ({error})")
+        return
+    code = [c for c in notebook.cells if c.cell_type == "code"]
+    if not code or not any(c.outputs for c in code):
+        visit.download_problems.append(f"{href}: no code cells with outputs")
+
+
+@pytest.fixture(scope="module")
+def visits(site, origin) -> list[Visit]:
+    shots = site.build / "screenshots"
+    shutil.rmtree(shots, ignore_errors=True)
+    pages = [p for p in site.pages if not p.rel.startswith("_modules/")]
+    clicked_a_download = False
+    result = []
+    with sync_playwright() as playwright:
+        browser = Browser(playwright, origin)
+        try:
+            for page in pages:
+                visit = Visit(page)
+                result.append(visit)
+                tab = browser.open("desktop", visit)
+                check_math(tab, visit)
+                shot = shots / f"{page.docname}.png"
+                tab.screenshot(path=shot, full_page=True)
+                visit.screenshots.append(shot)
+                check_solutions(tab, visit)
+                if page.is_notebook:
+                    check_download(tab, visit, click=not clicked_a_download)
+                    clicked_a_download = True
+                if page.rel.startswith("chapter3/"):
+                    tab = browser.open("phone", visit)
+                    width = tab.evaluate("document.documentElement.scrollWidth")
+                    if width > PHONE["width"]:
+                        visit.phone_problems.append(f"{width} px wide")
+                    shot = shots / f"{page.docname}-phone.png"
+                    tab.screenshot(path=shot, full_page=True)
+                    visit.screenshots.append(shot)
+        finally:
+            browser.close()
+    return result
+
+
+def assert_none(visits, attribute: str, what: str) -> None:
+    problems = [f"{v.page.rel}: {p}" for v in visits for p in getattr(v, attribute)]
+    assert not problems, f"{what}:\n" + "\n".join(problems)
+
+
+def test_every_page_was_visited(site, visits):
+    assert {p.rel for p in site.book_pages} <= {v.page.rel for v in visits}
+
+
+def test_no_console_errors(visits):
+    assert_none(visits, "console_errors", "errors in the browser's console")
+
+
+def test_no_failed_requests(visits):
+    assert_none(visits, "failed", "requests to the site that failed")
+
+
+def test_no_requests_leave_the_site(visits):
+    assert_none(visits, "external", "requests to other hosts (blocked)")
+
+
+def test_math_is_typeset(visits):
+    assert_none(visits, "math_problems", "math MathJax did not render")
+
+
+def test_solutions_are_hidden_until_clicked(visits):
+    assert_none(visits, "solution_problems", "solutions that do not toggle")
+
+
+def test_notebook_downloads_work(visits):
+    assert_none(visits, "download_problems", "notebook downloads that fail")
+
+
+def test_chapter_pages_fit_a_phone(visits):
+    assert_none(visits, "phone_problems", f"wider than a {PHONE['width']} px phone")
+
+
+def test_screenshots_were_saved(visits):
+    missing = [s for v in visits for s in v.screenshots if not s.is_file()]
+    assert not missing

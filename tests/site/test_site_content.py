@@ -1,0 +1,234 @@
+"""What the built pages must contain: the chapter's sections, its numbers as
+the cells printed them, collapsed solutions, notebooks to download, a full
+API reference, and no tracebacks.
+
+The expectations come first, in tables; the tests below only read them.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+ROOT = Path(__file__).resolve().parents[2]
+CH = "chapter3/"
+
+# Every section of the chapter, on the page that holds it.
+SECTIONS = [
+    ("3.1", CH + "3-1-long-sequences"),
+    ("3.2", CH + "3-2-attention-mechanisms"),
+    ("3.3", CH + "3-3-self-attention"),
+    ("3.3.1", CH + "3-3-self-attention"),
+    ("3.3.2", CH + "3-3-self-attention"),
+    ("3.4", CH + "3-4-trainable-weights"),
+    ("3.4.1", CH + "3-4-trainable-weights"),
+    ("3.4.2", CH + "3-4-trainable-weights"),
+    ("3.5", CH + "3-5-causal-attention"),
+    ("3.5.1", CH + "3-5-causal-attention"),
+    ("3.5.2", CH + "3-5-causal-attention"),
+    ("3.5.3", CH + "3-5-causal-attention"),
+    ("3.6", CH + "3-6-multi-head-attention"),
+    ("3.6.1", CH + "3-6-multi-head-attention"),
+    ("3.6.2", CH + "3-6-multi-head-attention"),
+    ("Summary", CH + "summary"),
+]
+
+# The chapter's numbers, as a cell on the page must print them (any of the
+# spellings). Seeded results only: dropout masks differ between platforms.
+KEY_NUMBERS = [
+    (("0.9544",), CH + "3-3-self-attention", "score of 'journey' against 'Your'"),
+    (("1.4950",), CH + "3-3-self-attention", "score of 'journey' against itself"),
+    (("0.4419",), CH + "3-3-self-attention", "context vector of 'journey', 1st"),
+    (("0.6515",), CH + "3-3-self-attention", "context vector of 'journey', 2nd"),
+    (("0.5683",), CH + "3-3-self-attention", "context vector of 'journey', 3rd"),
+    (("0.2098",), CH + "3-3-self-attention", "first weight of the full matrix"),
+    (("1.8524",), CH + "3-4-trainable-weights", "trainable score omega_22"),
+    (("0.3061",), CH + "3-4-trainable-weights", "trainable context z(2), 1st"),
+    (("0.8210",), CH + "3-4-trainable-weights", "trainable context z(2), 2nd"),
+    (("0.2996",), CH + "3-4-trainable-weights", "SelfAttention_v1 output"),
+    (("-0.0739",), CH + "3-4-trainable-weights", "SelfAttention_v2 output"),
+    (("0.5517",), CH + "3-5-causal-attention", "masked, renormalized row 2"),
+    (("0.4483",), CH + "3-5-causal-attention", "masked, renormalized row 2"),
+    (("-0.4519",), CH + "3-5-causal-attention", "CausalAttention output, 1st"),
+    (("0.2216",), CH + "3-5-causal-attention", "CausalAttention output, 2nd"),
+    (("0.4772",), CH + "3-6-multi-head-attention", "wrapper output, 2nd head"),
+    (("0.3190",), CH + "3-6-multi-head-attention", "MultiHeadAttention output"),
+    (("0.4858",), CH + "3-6-multi-head-attention", "MultiHeadAttention output"),
+    (("1.3208",), CH + "3-6-multi-head-attention", "batched matmul a @ a.T"),
+    (("2360064", "2,360,064"), CH + "3-6-multi-head-attention", "GPT-2 size MHA"),
+]
+
+# The chapter's exercises (3.1 in 3.4.2; 3.2 and 3.3 in 3.6): at least this
+# many per page, each with a solution.
+EXERCISES = {
+    CH + "3-4-trainable-weights": 1,
+    CH + "3-6-multi-head-attention": 2,
+}
+
+
+def number_pattern(value: str) -> re.Pattern:
+    """A printed number, not part of a longer one (nor its negative)."""
+    return re.compile(rf"(?<![\d.\-]){re.escape(value)}(?![\d])")
+
+
+def heading_text(heading) -> str:
+    """A heading's words, without the ``#`` permalink."""
+    words = [s for s in heading.strings if not s.find_parent("a", class_="headerlink")]
+    return "".join(words).strip()
+
+
+def cell_outputs(page) -> str:
+    return "\n".join(o.get_text() for o in page.article.select("div.cell_output"))
+
+
+def source_pages() -> dict[str, Path]:
+    """``{docname: source}`` of every page in ``book/``."""
+    book = ROOT / "book"
+    return {
+        p.relative_to(book).with_suffix("").as_posix(): p
+        for p in sorted(book.rglob("*.md"))
+        if "_ext" not in p.relative_to(book).parts and "_build" not in p.parts
+    }
+
+
+def test_every_source_page_is_built(site):
+    built = {p.docname for p in site.pages}
+    missing = sorted(set(source_pages()) - built)
+    assert not missing, f"pages in book/ without HTML (stale build?): {missing}"
+
+
+@pytest.mark.parametrize(("number", "docname"), SECTIONS, ids=[s for s, _ in SECTIONS])
+def test_section_heading(site, number, docname):
+    page = site.page(docname + ".html")
+    headings = [heading_text(h) for h in page.article.find_all(re.compile("^h[1-6]$"))]
+    pattern = re.compile(rf"^{re.escape(number)}(?![.\d])", re.IGNORECASE)
+    assert any(pattern.match(h) for h in headings), (
+        f"no heading '{number} ...' on {docname}; its headings: {headings}"
+    )
+
+
+def test_key_numbers_in_cell_outputs(site):
+    outputs = {}
+    missing = []
+    for values, docname, meaning in KEY_NUMBERS:
+        if docname not in outputs:
+            outputs[docname] = cell_outputs(site.page(docname + ".html"))
+        if not any(number_pattern(v).search(outputs[docname]) for v in values):
+            elsewhere = [
+                p.docname
+                for p in site.book_pages
+                if any(number_pattern(v).search(cell_outputs(p)) for v in values)
+            ]
+            missing.append(
+                f"{' or '.join(values)} ({meaning}) on {docname}"
+                + (f", found only on {elsewhere}" if elsewhere else "")
+            )
+    assert not missing, "numbers no cell printed:\n" + "\n".join(missing)
+
+
+def test_chapter_pages_have_math(site):
+    pages = [p.docname for p in site.pages if p.rel.startswith(CH)]
+    with_math = [p for p in pages if site.page(p + ".html").article.select_one(".math")]
+    assert with_math, "no chapter page has an equation (and MathJax goes untested)"
+
+
+@pytest.mark.parametrize(("docname", "count"), EXERCISES.items())
+def test_chapter_exercises(site, docname, count):
+    page = site.page(docname + ".html")
+    exercises = page.article.select("div.exercise")
+    assert len(exercises) >= count, f"{len(exercises)} exercises, expected {count}+"
+
+
+def test_every_exercise_has_a_collapsed_solution(site):
+    problems = []
+    for page in site.book_pages:
+        solutions = page.article.select("div.solution")
+        targets = {
+            a["href"] for s in solutions for a in s.select(".admonition-title a")
+        }
+        for exercise in page.article.select("div.exercise"):
+            if f"#{exercise.get('id')}" not in targets:
+                problems.append(
+                    f"{page.docname}: exercise {exercise.get('id')} has no solution"
+                )
+        for solution in solutions:
+            classes = set(solution.get("class", []))
+            if not {"admonition", "dropdown"} <= classes or "toggle-shown" in classes:
+                problems.append(
+                    f"{page.docname}: solution {solution.get('id')} is open"
+                )
+        if solutions:
+            scripts = [s.get("src", "") for s in page.soup.find_all("script")]
+            selector = [
+                s.get_text()
+                for s in page.soup.find_all("script")
+                if "togglebuttonSelector" in s.get_text()
+            ]
+            if not any("togglebutton.js" in s for s in scripts):
+                problems.append(f"{page.docname}: togglebutton.js is not loaded")
+            if not any(".admonition.dropdown" in s for s in selector):
+                problems.append(
+                    f"{page.docname}: togglebutton does not collapse dropdowns"
+                )
+    assert not problems, "\n".join(problems)
+
+
+def test_no_page_shows_a_traceback(site):
+    problems = []
+    for page in site.pages:
+        if "Traceback (most recent call last)" in page.article.get_text():
+            problems.append(f"{page.docname}: 'Traceback (most recent call last)'")
+        for block in page.article.select("div.output.traceback, div.output.error"):
+            problems.append(f"{page.docname}: error output {block.get_text()[:80]!r}")
+    for notebook in sorted((site.html / "_downloads").rglob("*.ipynb")):
+        for cell in json.loads(notebook.read_text("utf-8"))["cells"]:
+            for output in cell.get("outputs", []):
+                if output["output_type"] == "error":
+                    problems.append(
+                        f"{notebook.name}: {output['ename']}: {output['evalue']}"
+                    )
+    assert not problems, (
+        "pages show errors (print an expected error's message with try/except "
+        "instead of letting the cell raise):\n" + "\n".join(problems)
+    )
+
+
+def test_executed_pages_offer_their_notebook(site):
+    executed = {p.docname for p in site.book_pages if p.is_notebook}
+    with_cells = {p.docname for p in site.book_pages if p.has_cells}
+    assert with_cells <= executed, (
+        f"code cells on pages without a kernelspec: {with_cells - executed}"
+    )
+    problems = []
+    for docname in sorted(executed):
+        page = site.page(docname + ".html")
+        links = page.article.select("a.download[href$='.ipynb']")
+        if len(links) != 1:
+            problems.append(f"{docname}: {len(links)} notebook download links")
+            continue
+        target = page.resolve(links[0]["href"])
+        name = docname.rsplit("/", 1)[-1] + ".ipynb"
+        if target.name != name:
+            problems.append(f"{docname}: the link serves {target.name}, not {name}")
+        elif not target.is_file():
+            problems.append(f"{docname}: {links[0]['href']} is not in the build")
+        else:
+            notebook = json.loads(target.read_text("utf-8"))
+            code = [c for c in notebook.get("cells", []) if c["cell_type"] == "code"]
+            if notebook.get("nbformat") != 4 or not any(c.get("outputs") for c in code):
+                problems.append(f"{docname}: {target.name} is not an executed notebook")
+    assert not problems, "\n".join(problems)
+
+
+def test_api_page_documents_every_public_name(site):
+    import attention
+
+    page = site.page("reference/api.html")
+    documented = {dt.get("id") for dt in page.article.select("dt[id]")}
+    missing = [n for n in attention.__all__ if f"attention.{n}" not in documented]
+    assert not missing, f"in attention.__all__ but not on the API page: {missing}"

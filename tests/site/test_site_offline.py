@@ -1,0 +1,138 @@
+"""The built site loads nothing from the network.
+
+Every asset a page pulls in (scripts, stylesheets, preloads, icons, images,
+frames, fonts, CSS imports) must come from the site itself. Links a reader
+clicks (``<a href="https://...">``) are navigation, not assets, and are
+allowed. The browser test (``test_site_browser.py``) checks the same promise
+at run time, with the network blocked.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+pytestmark = pytest.mark.site
+
+# ``<link rel=...>`` values that name a page instead of fetching anything.
+NAVIGATION_RELS = {
+    "alternate",
+    "author",
+    "bookmark",
+    "canonical",
+    "help",
+    "home",
+    "index",
+    "license",
+    "next",
+    "prev",
+    "search",
+}
+# Element -> attributes whose URL the browser fetches on its own.
+ASSET_ATTRIBUTES = {
+    "script": ["src"],
+    "img": ["src", "srcset"],
+    "source": ["src", "srcset"],
+    "iframe": ["src"],
+    "embed": ["src"],
+    "object": ["data"],
+    "video": ["src", "poster"],
+    "audio": ["src"],
+    "track": ["src"],
+    "input": ["src"],
+    "image": ["href", "xlink:href"],  # <image> inside an inline SVG
+    "use": ["href", "xlink:href"],
+}
+# A URL that leaves the site: any scheme but data:/blob:, or protocol-relative.
+EXTERNAL = re.compile(r"^\s*(?://|(?!data:|blob:)[a-z][a-z0-9+.-]*:)", re.IGNORECASE)
+CSS_URL = re.compile(r"""url\(\s*(['"]?)(.*?)\1\s*\)""", re.IGNORECASE | re.DOTALL)
+CSS_IMPORT = re.compile(r"""@import\s+(?:url\()?\s*['"]?([^'");\s]+)""", re.IGNORECASE)
+CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
+# Namespace names in inline SVG/JS look like URLs but are never fetched.
+NAMESPACE = re.compile(r"https?://www\.w3\.org/[\w/.-]*")
+ANY_URL = re.compile(r"""https?://[\w.-]+[^\s'"<>)]*""", re.IGNORECASE)
+
+MATHJAX = "_static/mathjax/tex-chtml.js"
+
+
+def external_css_urls(css: str) -> list[str]:
+    """External URLs that a piece of CSS would fetch (comments don't count)."""
+    css = CSS_COMMENT.sub("", css)
+    urls = [m.group(2) for m in CSS_URL.finditer(css)]
+    urls += [m.group(1) for m in CSS_IMPORT.finditer(css)]
+    return list(dict.fromkeys(u for u in urls if EXTERNAL.match(u)))
+
+
+def external_assets(soup) -> list[str]:
+    """``<tag attr="url">`` descriptions of every external asset in a page."""
+    found = []
+    for link in soup.find_all("link", href=True):
+        rels = set(link.get("rel") or [])
+        if rels and rels <= NAVIGATION_RELS:
+            continue
+        if EXTERNAL.match(link["href"]):
+            found.append(f'<link rel="{" ".join(rels)}" href="{link["href"]}">')
+    for tag, attributes in ASSET_ATTRIBUTES.items():
+        for element in soup.find_all(tag):
+            for attribute in attributes:
+                value = element.get(attribute)
+                if not value:
+                    continue
+                urls = [part.split()[0] for part in value.split(",") if part.strip()]
+                if attribute != "srcset":
+                    urls = [value]
+                for url in urls:
+                    if EXTERNAL.match(url):
+                        found.append(f'<{tag} {attribute}="{url}">')
+    for style in soup.find_all("style"):
+        found += [f"<style> {u}" for u in external_css_urls(style.get_text())]
+    for element in soup.find_all(style=True):
+        found += [f"style= {u}" for u in external_css_urls(element["style"])]
+    for script in soup.find_all("script", src=False):
+        text = NAMESPACE.sub("", script.get_text())
+        found += [f"inline <script> {u}" for u in ANY_URL.findall(text)]
+    return found
+
+
+def test_pages_load_no_external_assets(site):
+    offenders = {}
+    for page in site.pages:
+        found = external_assets(page.soup)
+        if found:
+            offenders[page.rel] = found
+    assert not offenders, "pages that would fetch from the network:\n" + "\n".join(
+        f"{page}: {asset}" for page, assets in offenders.items() for asset in assets
+    )
+
+
+def test_stylesheets_and_svgs_fetch_nothing_external(site):
+    offenders = {}
+    for css in site.html.rglob("*.css"):
+        found = external_css_urls(css.read_text("utf-8", errors="replace"))
+        if found:
+            offenders[css.relative_to(site.html).as_posix()] = found
+    for svg in site.html.rglob("*.svg"):
+        text = svg.read_text("utf-8", errors="replace")
+        hrefs = re.findall(r"""(?:xlink:)?href\s*=\s*["']([^"']+)""", text)
+        found = [u for u in hrefs if EXTERNAL.match(u)] + external_css_urls(text)
+        if found:
+            offenders[svg.relative_to(site.html).as_posix()] = found
+    assert not offenders, (
+        f"stylesheets or images that fetch from the network: {offenders}"
+    )
+
+
+def test_math_pages_load_the_local_mathjax(site):
+    assert (site.html / MATHJAX).is_file(), f"{MATHJAX} is missing from the build"
+    math_pages = [p for p in site.pages if p.article.select_one(".math")]
+    wrong = {}
+    for page in math_pages:
+        scripts = [s["src"] for s in page.soup.find_all("script", src=True)]
+        mathjax = [s for s in scripts if "mathjax" in s.lower()]
+        local = [
+            s for s in mathjax if page.resolve(s) == (site.html / MATHJAX).resolve()
+        ]
+        if not local or len(local) != len(mathjax):
+            wrong[page.rel] = mathjax or "no MathJax script"
+    assert not wrong, f"math pages that do not load (only) {MATHJAX}: {wrong}"

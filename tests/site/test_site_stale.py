@@ -1,0 +1,279 @@
+"""Outputs never go stale, and two clean builds print the same outputs.
+
+conf.py records a digest of the ``attention`` package's source on every page
+that imports it, and marks those pages outdated when the digest changes;
+myst-nb runs in "force" mode, so every page Sphinx reads again is executed
+again. These tests prove it on a small copy of the project in a temporary
+folder: the real conf.py, package and extensions, and a three-page book
+written here (a page that imports ``attention``, a page that does not, and
+the index). The copy is built with the Makefile's Sphinx options, several
+times, and Sphinx's log says which pages it read and which notebooks myst-nb
+executed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from compare_builds import compare
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+PYTHON = ROOT / ".venv" / "bin" / "python"
+# The Makefile's command: sphinx-build -b html -c . -d <doctrees> -n -W --keep-going
+SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
+SPHINX += ["-n", "-W", "--keep-going", "book", "_build/html"]
+
+FRONT_MATTER = """\
+---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+"""
+INDEX = """\
+# A reduced book
+
+```{toctree}
+uses-package
+no-package
+```
+"""
+USES_PACKAGE = (
+    FRONT_MATTER
+    + """
+# A page that uses the package
+
+```{code-cell} python
+from attention import example_inputs
+from attention.data import stale_probe
+
+print("probe says", stale_probe())
+```
+
+A seeded cell: its output is the same in every build.
+
+```{code-cell} python
+import torch
+
+torch.manual_seed(123)
+print(torch.nn.Linear(3, 2)(example_inputs()))
+```
+
+A timing: different in every build, so tagged and left out of comparisons.
+
+```{code-cell} python
+:tags: [nondeterministic]
+import time
+
+print(time.perf_counter_ns())
+```
+"""
+)
+NO_PACKAGE = (
+    FRONT_MATTER
+    + """
+# A page that does not use the package
+
+```{code-cell} python
+print("the answer is", 6 * 7)
+```
+
+A print, a pause, a print: the two lines reach the notebook in two messages.
+
+```{code-cell} python
+import time
+
+print("before the pause")
+time.sleep(0.5)
+print("after the pause")
+```
+
+Matplotlib stamps a date and random ids into every SVG: the comparison of
+two builds must see through that.
+
+```{code-cell} python
+%config InlineBackend.figure_formats = ['svg']
+import matplotlib.pyplot as plt
+
+plt.plot([0, 1, 4, 9]);
+```
+"""
+)
+# Appended to the copy's attention/data.py; the test edits the returned word.
+PROBE = '\n\ndef stale_probe() -> str:\n    return "{}"\n'
+
+_ENVIRONMENT = re.compile(
+    r"updating environment: (?:\[.*?\] )?(\d+) added, (\d+) changed"
+)
+_READING = re.compile(r"^reading sources\.\.\. \[\s*\d+%\] (\S+)", re.MULTILINE)
+_EXECUTING = re.compile(r"^(\S+)\.md: Executing notebook", re.MULTILINE)
+
+
+class Build:
+    """What one sphinx-build run did, from its log, and the HTML it left."""
+
+    def __init__(self, project: Path, log: str):
+        self.log = log
+        counts = _ENVIRONMENT.search(log)
+        assert counts, f"no 'updating environment' line in the log:\n{log}"
+        self.added, self.changed = int(counts.group(1)), int(counts.group(2))
+        self.read = set(_READING.findall(log))
+        book = (project / "book").as_posix() + "/"
+        self.executed = {p.removeprefix(book) for p in _EXECUTING.findall(log)}
+        self.outputs = project / "_build" / "jupyter_execute"
+        html = project / "_build" / "html"
+        self.html = {p.stem: p.read_text("utf-8") for p in html.glob("*.html")}
+
+
+def make_project(folder: Path) -> Path:
+    """A copy of the project with the reduced book, the probe saying "alpha"."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "attention", folder / "attention", ignore=ignore)
+    shutil.copytree(ROOT / "book" / "_ext", folder / "book" / "_ext", ignore=ignore)
+    for name in ("conf.py", "pyproject.toml"):
+        shutil.copy2(ROOT / name, folder / name)
+    (folder / "book" / "index.md").write_text(INDEX)
+    (folder / "book" / "uses-package.md").write_text(USES_PACKAGE)
+    (folder / "book" / "no-package.md").write_text(NO_PACKAGE)
+    set_probe(folder, "alpha")
+    return folder
+
+
+def set_probe(project: Path, word: str) -> None:
+    data = project / "attention" / "data.py"
+    original = (ROOT / "attention" / "data.py").read_text("utf-8")
+    data.write_text(original + PROBE.format(word), "utf-8")
+
+
+def sphinx(project: Path) -> subprocess.Popen:
+    """Start the Makefile's sphinx-build in ``project``."""
+    python = PYTHON if PYTHON.exists() else Path(sys.executable)
+    env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+    # The kernel must import the copy's package, not the editable install.
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(project), env.get("PYTHONPATH")])
+    )
+    return subprocess.Popen(
+        [str(python), *SPHINX],
+        cwd=project,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def finish(project: Path, process: subprocess.Popen) -> Build:
+    log, _ = process.communicate(timeout=300)
+    assert process.returncode == 0, f"sphinx-build failed in {project}:\n{log}"
+    return Build(project, log)
+
+
+def build(project: Path) -> Build:
+    return finish(project, sphinx(project))
+
+
+def build_step_by_step(project: Path, snapshot: Path) -> dict[str, Build]:
+    """Build, rebuild, change the package, revert it, edit a page: log each."""
+    steps = {"clean": build(project)}
+    # Keep the clean build's notebooks: the next steps execute some again.
+    steps["clean"].outputs = Path(shutil.copytree(steps["clean"].outputs, snapshot))
+    steps["unchanged"] = build(project)
+    set_probe(project, "beta")
+    steps["package changed"] = build(project)
+    set_probe(project, "alpha")
+    steps["package reverted"] = build(project)
+    page = project / "book" / "no-package.md"
+    page.write_text(NO_PACKAGE.replace("6 * 7", "6 * 8"))
+    steps["page edited"] = build(project)
+    return steps
+
+
+@pytest.fixture(scope="module")
+def builds(tmp_path_factory) -> dict[str, Build]:
+    project = make_project(tmp_path_factory.mktemp("book"))
+    twin = make_project(tmp_path_factory.mktemp("twin"))
+    twin_build = sphinx(twin)  # a second clean build, alongside the steps
+    try:
+        snapshot = tmp_path_factory.mktemp("clean") / "jupyter_execute"
+        steps = build_step_by_step(project, snapshot)
+    except BaseException:
+        twin_build.kill()
+        raise
+    steps["twin"] = finish(twin, twin_build)
+    return steps
+
+
+def test_clean_build_executes_every_notebook(builds):
+    clean = builds["clean"]
+    assert clean.read == {"index", "uses-package", "no-package"}
+    assert clean.executed == {"uses-package", "no-package"}
+    assert "probe says alpha" in clean.html["uses-package"]
+    assert "the answer is 42" in clean.html["no-package"]
+
+
+def test_rebuild_without_changes_reads_and_executes_nothing(builds):
+    unchanged = builds["unchanged"]
+    assert (unchanged.added, unchanged.changed) == (0, 0), unchanged.log
+    assert unchanged.read == set()
+    assert unchanged.executed == set()
+    assert "Executing notebook" not in unchanged.log
+
+
+def test_package_change_executes_exactly_the_pages_that_import_it(builds):
+    changed = builds["package changed"]
+    assert changed.read == {"uses-package"}, changed.log
+    assert changed.executed == {"uses-package"}, changed.log
+    assert "probe says beta" in changed.html["uses-package"]
+    assert "probe says alpha" not in changed.html["uses-package"]
+    # The other page was neither read nor written again.
+    assert changed.html["no-package"] == builds["unchanged"].html["no-package"]
+
+
+def test_reverting_the_package_brings_the_old_output_back(builds):
+    reverted = builds["package reverted"]
+    assert reverted.read == reverted.executed == {"uses-package"}, reverted.log
+    assert "probe says alpha" in reverted.html["uses-package"]
+    assert "probe says beta" not in reverted.html["uses-package"]
+
+
+def test_editing_a_page_reads_only_that_page(builds):
+    edited = builds["page edited"]
+    assert edited.read == edited.executed == {"no-package"}, edited.log
+    assert "the answer is 48" in edited.html["no-package"]
+    assert "probe says alpha" in edited.html["uses-package"]
+
+
+def test_saved_notebooks_show_each_print_once(builds):
+    """Split prints are not repeated in the download (book/_ext/nb_streams.py)."""
+    for name in ("clean", "twin"):
+        notebook = json.loads((builds[name].outputs / "no-package.ipynb").read_text())
+        printed = "".join(
+            "".join(output.get("text", ""))
+            for cell in notebook["cells"]
+            for output in cell.get("outputs", [])
+        )
+        assert printed.count("after the pause") == 1, printed
+
+
+def test_two_clean_builds_execute_to_the_same_outputs(builds):
+    first, second = builds["clean"].outputs, builds["twin"].outputs
+    assert compare(first, second) == []
+    # The comparison does look at outputs: without the tag, the timing differs.
+    differences = compare(first, second, ignore_tags=())
+    assert len(differences) == 1, differences
+    assert "uses-package.ipynb, code cell 3" in differences[0]
