@@ -104,7 +104,7 @@ class FusedQKVMultiHeadAttention(nn.Module):
         self.context_length = context_length
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads
-        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # W_query|W_key|W_value
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # q | k | v
         self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
         self.dropout = nn.Dropout(dropout)
         self.register_buffer("mask", causal_mask(context_length))
@@ -232,7 +232,7 @@ class SDPAMultiHeadAttention(nn.Module):
         self.context_length = context_length
         self.num_heads = num_heads
         self.head_dim = d_out // num_heads
-        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # W_query|W_key|W_value
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # q | k | v
         self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
         self.dropout_p = dropout  # a probability: the kernel applies it
 
@@ -241,11 +241,12 @@ class SDPAMultiHeadAttention(nn.Module):
         b, num_tokens, d_in = x.shape
         qkv = self.qkv(x)  # (b, T, d_in) -> (b, T, 3 * d_out)
 
-        # (b, T, 3 * d_out) -> (b, T, 3, h, hd) -> 3 x (b, T, h, hd), all views
+        # Views, no copies: (b, T, 3 * d_out) -> (b, T, 3, h, hd)
         qkv = qkv.view(b, num_tokens, 3, self.num_heads, self.head_dim)
+        # (b, T, 3, h, hd) -> 3 x (b, T, h, hd)
         queries, keys, values = qkv.unbind(2)
-        # (b, T, h, hd) -> (b, h, T, hd): strided views, no copy; the CPU
-        # kernel reads them in place.
+        # (b, T, h, hd) -> (b, h, T, hd): strided views that the CPU kernel
+        # reads in place.
         queries = queries.transpose(1, 2)
         keys = keys.transpose(1, 2)
         values = values.transpose(1, 2)
@@ -259,10 +260,11 @@ class SDPAMultiHeadAttention(nn.Module):
             dropout_p=self.dropout_p if self.training else 0.0,
             is_causal=True,
         )
-        # (b, h, T, hd) -> (b, T, h, hd) -> (b, T, d_out). The CPU kernel
-        # writes its output as (b, T, h, hd) already, so this reshape is
-        # usually a free view; it copies only when another kernel ran.
-        context_vec = context_vec.transpose(1, 2).reshape(b, num_tokens, self.d_out)
+        # Merge the heads: (b, h, T, hd) -> (b, T, h, hd) -> (b, T, d_out).
+        # The CPU kernel writes its output as (b, T, h, hd) already, so the
+        # reshape is a free view; it copies only when another kernel ran.
+        context_vec = context_vec.transpose(1, 2)
+        context_vec = context_vec.reshape(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
 
     def mha_state_dict(self) -> dict[str, torch.Tensor]:
@@ -416,12 +418,14 @@ class TorchMultiHeadAttention(nn.Module):
         """
         attn = self.attn
         if self.d_in == self.d_out:
-            weights = attn.in_proj_weight.chunk(3)  # (3 * d_out, d_in) -> 3 x
+            weights = attn.in_proj_weight.chunk(3)  # 3 x (d_out, d_in)
         else:
-            weights = (self.query_in.weight, attn.k_proj_weight, attn.v_proj_weight)
+            query = self.query_in.weight
+            weights = (query, attn.k_proj_weight, attn.v_proj_weight)
         state = dict(zip(_WEIGHT_NAMES, weights, strict=True))
         if self.qkv_bias:
-            state.update(zip(_BIAS_NAMES, attn.in_proj_bias.chunk(3), strict=True))
+            biases = attn.in_proj_bias.chunk(3)
+            state.update(zip(_BIAS_NAMES, biases, strict=True))
         out = (attn.out_proj.weight, attn.out_proj.bias)
         state.update(zip(_OUT_NAMES, out, strict=True))
         return {name: t.detach() for name, t in state.items()}
@@ -439,13 +443,15 @@ class TorchMultiHeadAttention(nn.Module):
         attn = self.attn
         with torch.no_grad():
             if self.d_in == self.d_out:
-                attn.in_proj_weight.copy_(torch.cat([state[n] for n in _WEIGHT_NAMES]))
+                weights = [state[name] for name in _WEIGHT_NAMES]
+                attn.in_proj_weight.copy_(torch.cat(weights))
             else:
                 self.query_in.weight.copy_(state["W_query.weight"])
                 attn.k_proj_weight.copy_(state["W_key.weight"])
                 attn.v_proj_weight.copy_(state["W_value.weight"])
             if self.qkv_bias:
-                attn.in_proj_bias.copy_(torch.cat([state[n] for n in _BIAS_NAMES]))
+                biases = [state[name] for name in _BIAS_NAMES]
+                attn.in_proj_bias.copy_(torch.cat(biases))
             attn.out_proj.weight.copy_(state["out_proj.weight"])
             attn.out_proj.bias.copy_(state["out_proj.bias"])
 
@@ -525,9 +531,9 @@ def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
             efficient variants.
 
     Shape:
-        ``W_query.weight``, ``W_key.weight`` and ``W_value.weight`` are
-        ``(d_out, d_in)``; ``out_proj.weight`` is ``(d_out, d_out)``; biases
-        are ``(d_out,)``.
+        - Query, key and value weights: ``(d_out, d_in)``
+        - ``out_proj.weight``: ``(d_out, d_out)``
+        - Every bias: ``(d_out)``
 
     Returns:
         A dict from parameter names of ``MultiHeadAttention`` to detached
