@@ -1,25 +1,42 @@
-"""``nb_streams``: the downloadable notebook shows each cell's prints once.
+"""``nb_streams``: printed output is the same in every build, and in the
+downloadable notebook it appears once.
 
-With ``nb_merge_streams = True``, myst-nb merges the stream outputs of a cell
-into the first one before it renders them, and does so in place: the first
-output takes in the text of the later ones, which stay in the notebook as
-well. The notebook myst-nb then saves (``jupyter_execute/``, offered on the
-page as a download) repeats that text whenever a cell's prints reached the
-notebook in more than one message, for instance a print before and one after
-a slow step. Which cells split depends on timing, so two builds of the same
-source could save different notebooks.
+The kernel sends what a cell prints in chunks, on a timer (every 0.2 s), so
+where a cell's text is cut into stream messages depends on timing. With
+``nb_merge_streams = True`` myst-nb joins the chunks before it renders them,
+but (myst-nb 1.4) it strips the end of each chunk and adds a newline: a print
+cut in the middle of a line, say between the arguments of ``print(label,
+tensor)``, shows up on two lines in some builds and not in others. It also
+joins them in place, so the first chunk takes in the text of the later ones,
+which stay in the saved notebook as well: the notebook offered as a download
+(``jupyter_execute/<page>.ipynb``) then repeats that text.
 
-After a page is read, this extension removes the later stream outputs that
-the first one of the same stream already ends with, so the saved notebook has
-the outputs the page shows. Outputs the first one does not hold are kept, so
-nothing is lost if myst-nb stops merging in place.
+Two measures, both for the build only (a reader's Jupyter is unaffected):
+
+- the kernels this build starts send printed text when a cell ends (or
+  before a figure or other display), never on a timer, so no line is cut;
+  they read an IPython profile made in the build folder;
+- after a page is read, the saved notebook drops the later stream outputs
+  that the first one of the same stream already ends with, so it holds the
+  outputs the page shows. Outputs the first does not hold are kept, so
+  nothing is lost if myst-nb stops joining in place.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import nbformat
+
+# Run by each kernel at start-up: no timed flushes, only the ones ipykernel
+# makes when a cell ends or before it publishes a display.
+KERNEL_CONFIG = """\
+c = get_config()  # noqa: F821
+c.IPKernelApp.exec_lines = [
+    "import sys; sys.stdout.flush_interval = sys.stderr.flush_interval = 1e9"
+]
+"""
 
 
 def _stripped(text: str) -> str:
@@ -66,6 +83,17 @@ def _clean_saved_notebook(app, doctree) -> None:
         path.write_text(nbformat.writes(notebook), encoding="utf-8")
 
 
+def _kernel_profile(build_dir: Path) -> Path:
+    """An IPython folder whose default profile configures the kernels."""
+    ipython_dir = build_dir / "ipython"
+    profile = ipython_dir / "profile_default"
+    profile.mkdir(parents=True, exist_ok=True)
+    (profile / "ipython_kernel_config.py").write_text(KERNEL_CONFIG)
+    return ipython_dir
+
+
 def setup(app):
+    # Kernels inherit the environment of the build that starts them.
+    os.environ["IPYTHONDIR"] = str(_kernel_profile(Path(app.outdir).parent))
     app.connect("doctree-read", _clean_saved_notebook)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -102,6 +102,19 @@ time.sleep(0.5)
 print("after the pause")
 ```
 
+A print whose second argument takes long to format: a timed flush would cut
+the line in two.
+
+```{code-cell} python
+class Slow:
+    def __str__(self):
+        time.sleep(0.5)
+        return "and slow"
+
+
+print("one line,", Slow())
+```
+
 Matplotlib stamps a date and random ids into every SVG: the comparison of
 two builds must see through that.
 
@@ -258,8 +271,11 @@ def test_editing_a_page_reads_only_that_page(builds):
     assert "probe says alpha" in edited.html["uses-package"]
 
 
-def test_saved_notebooks_show_each_print_once(builds):
-    """Split prints are not repeated in the download (book/_ext/nb_streams.py)."""
+def test_prints_are_neither_cut_nor_repeated(builds):
+    """A slow print stays on one line, and the download has it once.
+
+    See book/_ext/nb_streams.py.
+    """
     for name in ("clean", "twin"):
         notebook = json.loads((builds[name].outputs / "no-package.ipynb").read_text())
         printed = "".join(
@@ -268,6 +284,8 @@ def test_saved_notebooks_show_each_print_once(builds):
             for output in cell.get("outputs", [])
         )
         assert printed.count("after the pause") == 1, printed
+        assert "one line, and slow\n" in printed, printed
+        assert "one line, and slow" in builds[name].html["no-package"]
 
 
 def test_two_clean_builds_execute_to_the_same_outputs(builds):
