@@ -139,6 +139,15 @@ def executed_notebooks(build: Path) -> dict[str, Path]:
     }
 
 
+def _first_change(x: dict, y: dict) -> str:
+    """The first output line that differs, as ``'old' -> 'new'``."""
+    a, b = (json.dumps(c["outputs"], indent=1).splitlines() for c in (x, y))
+    for old, new in zip(a, b, strict=False):
+        if old != new:
+            return f"{old.strip()[:100]!r} -> {new.strip()[:100]!r}"
+    return f"{len(a)} vs {len(b)} lines"
+
+
 def compare(build_a: Path, build_b: Path, ignore_tags=IGNORED_TAGS) -> list[str]:
     """Every difference between the executed outputs of two builds (empty: same)."""
     a, b = executed_notebooks(Path(build_a)), executed_notebooks(Path(build_b))
@@ -155,7 +164,7 @@ def compare(build_a: Path, build_b: Path, ignore_tags=IGNORED_TAGS) -> list[str]
             if x["source"] != y["source"]:
                 problems.append(f"{where}: the sources differ")
             elif x["outputs"] != y["outputs"]:
-                problems.append(f"{where}: the outputs differ")
+                problems.append(f"{where}: the outputs differ: {_first_change(x, y)}")
     return problems
 
 

@@ -87,12 +87,13 @@ def cell_outputs(page) -> str:
 
 
 def source_pages() -> dict[str, Path]:
-    """``{docname: source}`` of every page in ``book/``."""
+    """``{docname: source}`` of every page in ``book/`` (not in ``_*`` folders)."""
     book = ROOT / "book"
+    sources = {p.relative_to(book): p for p in sorted(book.rglob("*.md"))}
     return {
-        p.relative_to(book).with_suffix("").as_posix(): p
-        for p in sorted(book.rglob("*.md"))
-        if "_ext" not in p.relative_to(book).parts and "_build" not in p.parts
+        rel.with_suffix("").as_posix(): path
+        for rel, path in sources.items()
+        if not any(part.startswith("_") for part in rel.parts)
     }
 
 
@@ -202,7 +203,8 @@ def test_executed_pages_offer_their_notebook(site):
     executed = {p.docname for p in site.book_pages if p.is_notebook}
     with_cells = {p.docname for p in site.book_pages if p.has_cells}
     assert with_cells <= executed, (
-        f"code cells on pages without a kernelspec: {with_cells - executed}"
+        "pages with code cells but no executed notebook in "
+        f"{site.build / 'jupyter_execute'}: {sorted(with_cells - executed)}"
     )
     problems = []
     for docname in sorted(executed):
