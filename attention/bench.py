@@ -469,7 +469,8 @@ def plot_times(results: dict, axes=None):
 
     Args:
         results: the output of :func:`run` (or its JSON file).
-        axes: two matplotlib axes to draw on. Default: a new figure.
+        axes: two matplotlib axes to draw on. Default: a new figure with
+            the two charts one above the other.
 
     Returns:
         The matplotlib figure.
@@ -478,14 +479,14 @@ def plot_times(results: dict, axes=None):
 
     if axes is None:
         rows = len(results["config"]["variants"])
-        fig, axes = plt.subplots(1, 2, figsize=(7.2, 0.62 * rows + 1.3))
+        fig, axes = plt.subplots(2, 1, figsize=(6.4, 2 * (0.5 * rows + 0.9)))
     fig = axes[0].figure
     variants = results["config"]["variants"]
     labels = [VARIANTS[v][0] for v in variants]
     height = 0.38
     for ax, key, title in (
-        (axes[0], "speedup_vs_chapter", "speed-up over the chapter's class"),
-        (axes[1], "times_bound", "time / compute bound"),
+        (axes[0], "speedup_vs_chapter", "speed-up over the chapter (higher is better)"),
+        (axes[1], "times_bound", "time / compute bound (lower is better)"),
     ):
         for k, (mode, colour) in enumerate(
             zip(MODES, ("#4c72b0", "#dd8452"), strict=True)
@@ -496,13 +497,11 @@ def plot_times(results: dict, axes=None):
             ax.bar_label(bars, fmt="%.2f", padding=2, fontsize=8)
         ax.axvline(1.0, color="0.3", linewidth=0.8)
         ax.set_title(title, fontsize=10)
-        ax.set_yticks(
-            range(len(variants)), labels if ax is axes[0] else [""] * len(labels)
-        )
+        ax.set_yticks(range(len(variants)), labels)
         ax.invert_yaxis()
         ax.margins(x=0.18)
-        ax.tick_params(labelsize=8)
-    axes[0].legend(fontsize=8, loc="lower right")
+        ax.tick_params(labelsize=9)
+    axes[0].legend(fontsize=8, loc="upper right")
     fig.tight_layout()
     return fig
 
@@ -524,11 +523,16 @@ def plot_memory(results: dict, ax=None):
     if ax is None:
         _, ax = plt.subplots(figsize=(6.4, 4.0))
     memory = results["memory"]
+    markers = dict(zip(VARIANTS, "osD^v", strict=True))
     for variant, peaks in memory["peak_bytes"].items():
+        reference = variant == REFERENCE  # wide and pale: others may cover it
         ax.plot(
             memory["tokens"],
             [p / 2**20 for p in peaks],
-            marker="o",
+            marker=markers[variant],
+            linewidth=4.5 if reference else 1.5,
+            markersize=9 if reference else 5,
+            alpha=0.45 if reference else 1.0,
             label=VARIANTS[variant][0],
         )
     ax.set_xscale("log", base=2)
