@@ -22,8 +22,6 @@ efficient class can also describe its weights in the chapter's layout
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -150,7 +148,7 @@ class FusedQKVMultiHeadAttention(nn.Module):
         """
         return _fused_to_mha(self.qkv, self.out_proj)
 
-    def load_mha_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Copy weights given in ``MultiHeadAttention``'s layout into this module.
 
         Book section: Beyond the chapter, Efficient multi-head attention.
@@ -278,7 +276,7 @@ class SDPAMultiHeadAttention(nn.Module):
         """
         return _fused_to_mha(self.qkv, self.out_proj)
 
-    def load_mha_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Copy weights given in ``MultiHeadAttention``'s layout into this module.
 
         Book section: Beyond the chapter, Efficient multi-head attention.
@@ -430,7 +428,7 @@ class TorchMultiHeadAttention(nn.Module):
         state.update(zip(_OUT_NAMES, out, strict=True))
         return {name: t.detach() for name, t in state.items()}
 
-    def load_mha_state_dict(self, state: Mapping[str, torch.Tensor]) -> None:
+    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Copy weights given in ``MultiHeadAttention``'s layout into this module.
 
         Book section: Beyond the chapter, Efficient multi-head attention.
@@ -563,7 +561,7 @@ def _has_qkv_bias(module: nn.Module) -> bool:
     return module.qkv.bias is not None
 
 
-def _check_state_names(state: Mapping[str, torch.Tensor], qkv_bias: bool) -> None:
+def _check_state_names(state: dict[str, torch.Tensor], qkv_bias: bool) -> None:
     expected = set(_WEIGHT_NAMES + _OUT_NAMES + (_BIAS_NAMES if qkv_bias else ()))
     if set(state) != expected:
         raise ValueError(
@@ -581,7 +579,7 @@ def _fused_to_mha(qkv: nn.Linear, out_proj: nn.Linear) -> dict[str, torch.Tensor
 
 
 def _mha_to_fused(
-    state: Mapping[str, torch.Tensor], qkv: nn.Linear, out_proj: nn.Linear
+    state: dict[str, torch.Tensor], qkv: nn.Linear, out_proj: nn.Linear
 ) -> None:
     _check_state_names(state, qkv.bias is not None)
     with torch.no_grad():
