@@ -75,6 +75,10 @@ html_theme_options = {
     "use_download_button": True,
     "show_toc_level": 2,
     "home_page_in_toc": True,
+    # pydata-sphinx-theme 0.20 re-adds its own navbar under sphinx-book-theme 1.4:
+    # a second search box across the top and hidden duplicate sidebar toggles
+    # that steal the phone menu's click handler (sphinx-book-theme issue 986).
+    "navbar_persistent": [],
 }
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
