@@ -36,6 +36,9 @@ c = get_config()  # noqa: F821
 c.IPKernelApp.exec_lines = [
     "import sys; sys.stdout.flush_interval = sys.stderr.flush_interval = 1e9"
 ]
+# The build's kernels talk to the build over loopback TCP; ipykernel 7 warns
+# about unencrypted TCP on every start, which buries the build's own log.
+c.IPKernelApp.log_level = "ERROR"
 """
 
 
