@@ -66,6 +66,7 @@ nitpick_ignore_regex = [
     (r"py:.*", r"torch(\..*)?"),
     (r"py:.*", r"nn\..*"),
     (r"py:class", r"Tensor"),
+    (r"py:class", r"collections\.abc\..*"),
 ]
 
 # -- HTML ----------------------------------------------------------------------

@@ -67,9 +67,10 @@ from .efficient import (
 )
 from .multihead import MultiHeadAttention, MultiHeadAttentionWrapper
 
-# key -> (short label for tables and plots, class). Every class takes the
-# chapter's (d_in, d_out, context_length, dropout, num_heads); the wrapper's
-# d_out is the width of one head, so it gets d_model // heads (see _build).
+#: Every variant the benchmark compares, as key -> (short label for tables
+#: and plots, class). Every class takes the chapter's (d_in, d_out,
+#: context_length, dropout, num_heads); the wrapper's d_out is the width of
+#: one head, so it gets d_model // heads.
 VARIANTS: dict[str, tuple[str, type[nn.Module]]] = {
     "mha": ("MHA (chapter)", MultiHeadAttention),
     "wrapper": ("wrapper (chapter)", MultiHeadAttentionWrapper),

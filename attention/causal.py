@@ -57,8 +57,8 @@ def renormalize_masked(attn_weights: torch.Tensor) -> torch.Tensor:
         attn_weights: softmax-normalised weights over the last dimension.
 
     Shape:
-        - attn_weights: ``(..., T, T)``
-        - Output: same.
+        attn_weights: ``(..., T, T)``
+        Output: same.
 
     Returns:
         The causal weights, zero above the diagonal and each row summing to 1.
@@ -88,8 +88,8 @@ def mask_with_neg_inf(attn_scores: torch.Tensor) -> torch.Tensor:
             ``-1``.
 
     Shape:
-        - attn_scores: ``(..., T, T)``
-        - Output: same.
+        attn_scores: ``(..., T, T)``
+        Output: same.
 
     Returns:
         A new tensor; ``attn_scores`` is left as it was.
@@ -136,12 +136,12 @@ class CausalAttention(nn.Module):
             projections. Default: ``False``.
 
     Shape:
-        - Input: ``(b, T, d_in)`` with ``T <= context_length``
-        - Output: ``(b, T, d_out)``
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
 
     Returns:
-        One context vector per token (from ``forward``); token ``t``'s
-        depends only on tokens ``0..t``.
+        One context vector per token (from ``forward``). The vector of
+        token ``t`` depends only on tokens ``0`` to ``t``.
 
     Example:
         >>> from attention import example_inputs

@@ -42,11 +42,11 @@ class CrossAttention(nn.Module):
             values' side). Default: ``None``, meaning the same as ``d_in``.
 
     Shape:
-        - x: ``(T_q, d_in)`` or ``(b, T_q, d_in)``
-        - context: ``(T_kv, d_context)`` or ``(b, T_kv, d_context)``, with
+        x: ``(T_q, d_in)`` or ``(b, T_q, d_in)``
+        context: ``(T_kv, d_context)`` or ``(b, T_kv, d_context)``, with
           the same number of dimensions as ``x`` and, if batched, the same
           ``b``
-        - Output: ``(T_q, d_out)`` or ``(b, T_q, d_out)``: one row per
+        Output: ``(T_q, d_out)`` or ``(b, T_q, d_out)``: one row per
           query token, whatever ``T_kv`` is
 
     Returns:

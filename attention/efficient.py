@@ -58,8 +58,8 @@ class FusedQKVMultiHeadAttention(nn.Module):
             ``out_proj`` always has one. Default: ``False``.
 
     Shape:
-        - Input: ``(b, T, d_in)`` with ``T <= context_length``
-        - Output: ``(b, T, d_out)``
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
 
     Returns:
         One context vector per token (from ``forward``).
@@ -188,8 +188,8 @@ class SDPAMultiHeadAttention(nn.Module):
             ``out_proj`` always has one. Default: ``False``.
 
     Shape:
-        - Input: ``(b, T, d_in)`` with ``T <= context_length``
-        - Output: ``(b, T, d_out)``
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
 
     Returns:
         One context vector per token (from ``forward``).
@@ -325,8 +325,8 @@ class TorchMultiHeadAttention(nn.Module):
             ``out_proj`` always has one. Default: ``False``.
 
     Shape:
-        - Input: ``(b, T, d_in)`` with ``T <= context_length``
-        - Output: ``(b, T, d_out)``
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
 
     Returns:
         One context vector per token (from ``forward``).
@@ -475,9 +475,6 @@ def copy_weights(src: nn.Module, dst: nn.Module) -> None:
             ``d_in``, ``d_out``, ``num_heads`` and ``qkv_bias`` as ``src``;
             ``context_length`` and ``dropout`` may differ.
 
-    Shape:
-        Not applicable.
-
     Returns:
         ``None``.
 
@@ -529,9 +526,9 @@ def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
             efficient variants.
 
     Shape:
-        - Query, key and value weights: ``(d_out, d_in)``
-        - ``out_proj.weight``: ``(d_out, d_out)``
-        - Every bias: ``(d_out)``
+        Query, key and value weights: ``(d_out, d_in)``
+        ``out_proj.weight``: ``(d_out, d_out)``
+        Every bias: ``(d_out,)``
 
     Returns:
         A dict from parameter names of ``MultiHeadAttention`` to detached

@@ -38,8 +38,8 @@ class MultiHeadAttentionWrapper(nn.Module):
             Default: ``False``.
 
     Shape:
-        - Input: ``(b, T, d_in)`` with ``T <= context_length``
-        - Output: ``(b, T, num_heads * d_out)``
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, num_heads * d_out)``
 
     Returns:
         The heads' context vectors side by side (from ``forward``).
@@ -102,8 +102,8 @@ class MultiHeadAttention(nn.Module):
             ``out_proj`` always has one. Default: ``False``.
 
     Shape:
-        - Input: ``(b, T, d_in)`` with ``T <= context_length``
-        - Output: ``(b, T, d_out)``
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
 
     Returns:
         One context vector per token (from ``forward``).
@@ -199,9 +199,6 @@ def parameter_breakdown(module: nn.Module) -> dict[str, int]:
     Args:
         module: any module.
 
-    Shape:
-        Not applicable.
-
     Returns:
         A dict from each parameter's name to its number of elements, in
         registration order.
@@ -222,9 +219,6 @@ def count_parameters(module: nn.Module) -> int:
 
     Args:
         module: any module.
-
-    Shape:
-        Not applicable.
 
     Returns:
         The sum of :func:`parameter_breakdown`'s values.

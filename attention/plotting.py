@@ -6,6 +6,7 @@ computed. Needs matplotlib (``pip install attention[plots]``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -65,6 +66,7 @@ def heatmap(
     ax.imshow(finite.numpy(), cmap=cmap)
     # imshow spreads the colour map over [min, max] of the finite cells; use
     # white text on the darker part of that range, black on the lighter part.
+    # Decide on the value as printed, so that equal labels get equal colours.
     shown = values[torch.isfinite(values)]
     lo, hi = (shown.min().item(), shown.max().item()) if shown.numel() else (0, 1)
     span = (hi - lo) or 1.0
@@ -72,7 +74,11 @@ def heatmap(
         for j in range(cols):
             v = values[i, j].item()
             text = "-inf" if v == float("-inf") else fmt.format(v)
-            dark = (v - lo) / span > 0.6 if torch.isfinite(values[i, j]) else False
+            try:
+                printed = float(text)
+            except ValueError:  # a format that float() cannot read back
+                printed = v
+            dark = math.isfinite(printed) and (printed - lo) / span > 0.6
             ax.text(
                 j, i, text, ha="center", va="center", fontsize=8,
                 color="white" if dark else "black",

@@ -26,8 +26,8 @@ class SelfAttention_v1(nn.Module):
         d_out: width of each query, key, value and output context vector.
 
     Shape:
-        - Input: ``(T, d_in)``
-        - Output: ``(T, d_out)``
+        Input: ``(T, d_in)``
+        Output: ``(T, d_out)``
 
     Returns:
         One context vector per token (from ``forward``).
@@ -81,8 +81,8 @@ class SelfAttention_v2(nn.Module):
             projections. Default: ``False``.
 
     Shape:
-        - Input: ``(T, d_in)``
-        - Output: ``(T, d_out)``
+        Input: ``(T, d_in)``
+        Output: ``(T, d_out)``
 
     Returns:
         One context vector per token (from ``forward``).
@@ -136,8 +136,8 @@ def copy_weights_v2_to_v1(sa_v2: SelfAttention_v2, sa_v1: SelfAttention_v1) -> N
         sa_v1: the destination, changed in place.
 
     Shape:
-        ``sa_v2.W_query.weight`` is ``(d_out, d_in)``; ``sa_v1.W_query`` is
-        ``(d_in, d_out)``.
+        sa_v2: each weight is ``(d_out, d_in)``, as ``nn.Linear`` stores it.
+        sa_v1: each weight is ``(d_in, d_out)``.
 
     Returns:
         ``None``.

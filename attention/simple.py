@@ -27,9 +27,9 @@ def dot_scores(query: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         inputs: the token embeddings, one per row.
 
     Shape:
-        - query: ``(d,)``
-        - inputs: ``(T, d)``
-        - Output: ``(T,)``
+        query: ``(d,)``
+        inputs: ``(T, d)``
+        Output: ``(T,)``
 
     Returns:
         The unnormalised attention scores ``omega``.
@@ -91,9 +91,9 @@ def weighted_sum(attn_weights: torch.Tensor, inputs: torch.Tensor) -> torch.Tens
         inputs: the vectors to mix, one per row.
 
     Shape:
-        - attn_weights: ``(T,)``
-        - inputs: ``(T, d)``
-        - Output: ``(d,)``
+        attn_weights: ``(T,)``
+        inputs: ``(T, d)``
+        Output: ``(d,)``
 
     Returns:
         The context vector ``z``.
@@ -130,8 +130,8 @@ def simple_self_attention(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
         inputs: the token embeddings, one per row.
 
     Shape:
-        - inputs: ``(T, d)``
-        - Output: ``attn_weights`` ``(T, T)`` and ``context_vecs`` ``(T, d)``
+        inputs: ``(T, d)``
+        Output: ``attn_weights`` ``(T, T)`` and ``context_vecs`` ``(T, d)``
 
     Returns:
         The pair ``(attn_weights, context_vecs)``. Row ``i`` of
