@@ -502,8 +502,9 @@ def plot_times(results: dict, axes=None):
         ax.invert_yaxis()
         ax.margins(x=0.18)
         ax.tick_params(labelsize=9)
-    axes[0].legend(fontsize=8, loc="upper right")
-    fig.tight_layout()
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=2, fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
