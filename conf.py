@@ -94,9 +94,12 @@ _IMPORTS_PACKAGE = re.compile(r"^\s*(?:from|import)\s+attention\b", re.MULTILINE
 
 
 def package_digest() -> str:
-    """SHA-256 over every source file of the ``attention`` package."""
+    """SHA-256 over every file of the ``attention`` package (code and data)."""
     h = hashlib.sha256()
-    for path in sorted((ROOT / "attention").rglob("*.py")):
+    files = (ROOT / "attention").rglob("*")
+    for path in sorted(
+        p for p in files if p.is_file() and "__pycache__" not in p.parts
+    ):
         h.update(path.relative_to(ROOT).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
