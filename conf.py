@@ -38,7 +38,14 @@ extensions = [
 ]
 pysource_root = str(ROOT)
 
-exclude_patterns = ["_build", "**/_build", "_ext", ".venv", "**.ipynb_checkpoints"]
+exclude_patterns = [
+    "_build",
+    "**/_build",
+    "_ext",
+    "_static",
+    ".venv",
+    "**.ipynb_checkpoints",
+]
 root_doc = "index"
 
 # -- MyST and execution -------------------------------------------------------
@@ -83,7 +90,8 @@ html_theme_options = {
 }
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
-html_static_path = []
+html_static_path = ["book/_static"]  # relative to this file
+html_css_files = ["book.css"]
 html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. "
