@@ -32,6 +32,25 @@ def check_heads(d_out: int, num_heads: int) -> None:
         )
 
 
+def check_attention_args(
+    d_in: int,
+    d_out: int,
+    context_length: int,
+    dropout: float,
+    num_heads: int | None = None,
+) -> None:
+    """Check the constructor arguments every causal attention class shares.
+
+    ``num_heads`` is checked (at least 1, divides ``d_out``) when given.
+    """
+    check_positive("d_in", d_in)
+    check_positive("d_out", d_out)
+    check_positive("context_length", context_length)
+    check_dropout(dropout)
+    if num_heads is not None:
+        check_heads(d_out, num_heads)
+
+
 def check_input(
     x: torch.Tensor,
     *,

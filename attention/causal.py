@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_dropout, check_input, check_positive
+from ._checks import check_attention_args, check_input, check_positive
 
 
 def causal_mask(
@@ -170,10 +170,7 @@ class CausalAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        check_positive("context_length", context_length)
-        check_dropout(dropout)
+        check_attention_args(d_in, d_out, context_length, dropout)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length

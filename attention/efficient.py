@@ -26,7 +26,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_dropout, check_heads, check_input, check_positive
+from ._checks import check_attention_args, check_input
 from .causal import causal_mask
 from .multihead import MultiHeadAttention
 
@@ -92,11 +92,7 @@ class FusedQKVMultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        check_positive("context_length", context_length)
-        check_dropout(dropout)
-        check_heads(d_out, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -220,11 +216,7 @@ class SDPAMultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        check_positive("context_length", context_length)
-        check_dropout(dropout)
-        check_heads(d_out, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -359,11 +351,7 @@ class TorchMultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        check_positive("context_length", context_length)
-        check_dropout(dropout)
-        check_heads(d_out, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length

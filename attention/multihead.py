@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_dropout, check_heads, check_input, check_positive
+from ._checks import check_attention_args, check_input, check_positive
 from .causal import CausalAttention, causal_mask
 
 
@@ -136,11 +136,7 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        check_positive("context_length", context_length)
-        check_dropout(dropout)
-        check_heads(d_out, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
