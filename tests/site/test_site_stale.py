@@ -156,7 +156,8 @@ def make_project(folder: Path) -> Path:
     """A copy of the project with the reduced book, the probe saying "alpha"."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "attention", folder / "attention", ignore=ignore)
-    shutil.copytree(ROOT / "book" / "_ext", folder / "book" / "_ext", ignore=ignore)
+    for part in ("_ext", "_static"):  # the book's build machinery, no pages
+        shutil.copytree(ROOT / "book" / part, folder / "book" / part, ignore=ignore)
     for name in ("conf.py", "pyproject.toml"):
         shutil.copy2(ROOT / name, folder / name)
     (folder / "book" / "index.md").write_text(INDEX)
