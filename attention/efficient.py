@@ -36,7 +36,41 @@ _BIAS_NAMES = ("W_query.bias", "W_key.bias", "W_value.bias")
 _OUT_NAMES = ("out_proj.weight", "out_proj.bias")
 
 
-class FusedQKVMultiHeadAttention(nn.Module):
+class _FusedWeights(nn.Module):
+    """The weight layout shared by the two fused-projection classes.
+
+    ``qkv`` holds the query, key and value weights stacked row-wise and
+    ``out_proj`` mixes the heads; these methods translate that layout to and
+    from the chapter's ``MultiHeadAttention`` names.
+    """
+
+    qkv: nn.Linear
+    out_proj: nn.Linear
+
+    def mha_state_dict(self) -> dict[str, torch.Tensor]:
+        """This module's weights, named and shaped as in ``MultiHeadAttention``.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Returns:
+            A dict from :class:`~attention.MultiHeadAttention` parameter
+            names to detached views of this module's weights.
+        """
+        return _fused_to_mha(self.qkv, self.out_proj)
+
+    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy weights given in ``MultiHeadAttention``'s layout into this module.
+
+        Book section: Beyond the chapter, Efficient multi-head attention.
+
+        Args:
+            state: the output of :func:`mha_state_dict` of any module of the
+                same size, or the parameters of a ``MultiHeadAttention``.
+        """
+        _mha_to_fused(state, self.qkv, self.out_proj)
+
+
+class FusedQKVMultiHeadAttention(_FusedWeights):
     """Multi-head causal attention with one fused query-key-value projection.
 
     Book section: Beyond the chapter, Efficient multi-head attention.
@@ -133,30 +167,8 @@ class FusedQKVMultiHeadAttention(nn.Module):
         context_vec = context_vec.reshape(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
 
-    def mha_state_dict(self) -> dict[str, torch.Tensor]:
-        """This module's weights, named and shaped as in ``MultiHeadAttention``.
 
-        Book section: Beyond the chapter, Efficient multi-head attention.
-
-        Returns:
-            A dict from :class:`~attention.MultiHeadAttention` parameter
-            names to detached views of this module's weights.
-        """
-        return _fused_to_mha(self.qkv, self.out_proj)
-
-    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        """Copy weights given in ``MultiHeadAttention``'s layout into this module.
-
-        Book section: Beyond the chapter, Efficient multi-head attention.
-
-        Args:
-            state: the output of :func:`mha_state_dict` of any module of the
-                same size, or the parameters of a ``MultiHeadAttention``.
-        """
-        _mha_to_fused(state, self.qkv, self.out_proj)
-
-
-class SDPAMultiHeadAttention(nn.Module):
+class SDPAMultiHeadAttention(_FusedWeights):
     """Multi-head causal attention on PyTorch's fused attention kernel.
 
     Book section: Beyond the chapter, Efficient multi-head attention. The
@@ -256,28 +268,6 @@ class SDPAMultiHeadAttention(nn.Module):
         context_vec = context_vec.transpose(1, 2)
         context_vec = context_vec.reshape(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
-
-    def mha_state_dict(self) -> dict[str, torch.Tensor]:
-        """This module's weights, named and shaped as in ``MultiHeadAttention``.
-
-        Book section: Beyond the chapter, Efficient multi-head attention.
-
-        Returns:
-            A dict from :class:`~attention.MultiHeadAttention` parameter
-            names to detached views of this module's weights.
-        """
-        return _fused_to_mha(self.qkv, self.out_proj)
-
-    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        """Copy weights given in ``MultiHeadAttention``'s layout into this module.
-
-        Book section: Beyond the chapter, Efficient multi-head attention.
-
-        Args:
-            state: the output of :func:`mha_state_dict` of any module of the
-                same size, or the parameters of a ``MultiHeadAttention``.
-        """
-        _mha_to_fused(state, self.qkv, self.out_proj)
 
 
 class TorchMultiHeadAttention(nn.Module):
