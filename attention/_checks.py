@@ -51,6 +51,20 @@ def check_attention_args(
         check_heads(d_out, num_heads)
 
 
+def _check_dtype(name: str, t: torch.Tensor, dtype: torch.dtype | None) -> None:
+    """Raise unless ``t`` holds floating-point numbers, of ``dtype`` if given."""
+    if not t.is_floating_point():
+        raise ValueError(
+            f"{name} must hold floating-point embeddings, got dtype {t.dtype}; "
+            "token ids go through an embedding layer (nn.Embedding) first"
+        )
+    if dtype is not None and t.dtype != dtype:
+        raise ValueError(
+            f"{name} has dtype {t.dtype} but the module's weights are {dtype}; "
+            f"convert one of them, e.g. {name}.to({dtype}) or module.to({t.dtype})"
+        )
+
+
 def check_input(
     x: torch.Tensor,
     *,
@@ -79,16 +93,7 @@ def check_input(
             f"{name} must have d_in={d_in} features in its last dimension {layout}, "
             f"got {x.shape[-1]} (shape {tuple(x.shape)})"
         )
-    if not x.is_floating_point():
-        raise ValueError(
-            f"{name} must hold floating-point embeddings, got dtype {x.dtype}; "
-            "token ids go through an embedding layer (nn.Embedding) first"
-        )
-    if dtype is not None and x.dtype != dtype:
-        raise ValueError(
-            f"{name} has dtype {x.dtype} but the module's weights are {dtype}; "
-            f"convert one of them, e.g. x.to({dtype}) or module.to({x.dtype})"
-        )
+    _check_dtype(name, x, dtype)
     num_tokens = x.shape[-2]
     if context_length is not None and num_tokens > context_length:
         raise ValueError(
@@ -147,15 +152,5 @@ def check_query_context(
             "context must hold at least one token to attend to, got shape "
             f"{tuple(context.shape)}"
         )
-    for name, t in (("x", x), ("context", context)):
-        if not t.is_floating_point():
-            raise ValueError(
-                f"{name} must hold floating-point embeddings, got dtype {t.dtype}; "
-                "token ids go through an embedding layer (nn.Embedding) first"
-            )
-        if dtype is not None and t.dtype != dtype:
-            raise ValueError(
-                f"{name} has dtype {t.dtype} but the module's weights are {dtype}; "
-                f"convert one of them, e.g. {name}.to({dtype}) or "
-                f"module.to({t.dtype})"
-            )
+    _check_dtype("x", x, dtype)
+    _check_dtype("context", context, dtype)

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from dropout_checks import assert_causal_dropout, capture_dropout
 from torch import nn
 
 from attention import (
@@ -224,17 +225,6 @@ def test_shorter_sequences_use_the_top_left_of_the_mask(num_tokens: int) -> None
 # --- dropout ------------------------------------------------------------------------
 
 
-def capture_dropout(module: nn.Module) -> dict[str, torch.Tensor]:
-    """Record what goes into and comes out of ``module.dropout`` on each call."""
-    seen: dict[str, torch.Tensor] = {}
-
-    def hook(_: nn.Module, args: tuple[torch.Tensor], output: torch.Tensor) -> None:
-        seen["input"], seen["output"] = args[0].detach(), output.detach()
-
-    module.dropout.register_forward_hook(hook)
-    return seen
-
-
 @pytest.mark.parametrize("p", [0.1, 0.5])
 def test_dropout_acts_on_the_attention_weights(p: float) -> None:
     ca = random_module(17, context_length=32, dropout=p).train()
@@ -244,18 +234,7 @@ def test_dropout_acts_on_the_attention_weights(p: float) -> None:
     weights, dropped = seen["input"], seen["output"]
     # The output is built from the dropped-out weights.
     torch.testing.assert_close(out, dropped @ ca.W_value(x))
-    # The future was zero before dropout and stays zero.
-    future = causal_mask(32).expand_as(weights)
-    assert (weights[future] == 0).all() and (dropped[future] == 0).all()
-    # Each visible weight is either zeroed or scaled by exactly 1 / (1 - p).
-    visible_in, visible_out = weights[~future], dropped[~future]
-    zeroed = visible_out == 0
-    torch.testing.assert_close(
-        visible_out[~zeroed], visible_in[~zeroed] / (1 - p), rtol=1e-6, atol=0
-    )
-    # About a fraction p is zeroed: within 6 standard deviations of a binomial.
-    n = visible_in.numel()
-    assert abs(zeroed.float().mean().item() - p) < 6 * math.sqrt(p * (1 - p) / n)
+    assert_causal_dropout(weights, dropped, p)
 
 
 def test_dropout_is_unbiased_on_average(inputs: torch.Tensor) -> None:

@@ -6,6 +6,7 @@ import math
 
 import pytest
 import torch
+from dropout_checks import assert_causal_dropout, capture_dropout
 from torch import nn
 
 from attention import (
@@ -307,25 +308,12 @@ def test_train_mode_with_dropout_is_random(cls: type) -> None:
 @pytest.mark.parametrize("p", [0.1, 0.5])
 def test_multihead_dropout_acts_on_the_attention_weights(p: float) -> None:
     mha = make(MultiHeadAttention, 47, 4, 8, 2, context_length=32, dropout=p).train()
-    seen: dict[str, torch.Tensor] = {}
-
-    def hook(_: nn.Module, args: tuple[torch.Tensor], output: torch.Tensor) -> None:
-        seen["input"], seen["output"] = args[0].detach(), output.detach()
-
-    mha.dropout.register_forward_hook(hook)
+    seen = capture_dropout(mha)
     mha(torch.randn(32, 32, 4))
     weights, dropped = seen["input"], seen["output"]
     assert weights.shape == (32, 2, 32, 32)  # (b, h, T, T)
     torch.testing.assert_close(weights.sum(dim=-1), torch.ones(32, 2, 32))
-    future = causal_mask(32).expand_as(weights)
-    assert (weights[future] == 0).all() and (dropped[future] == 0).all()
-    visible_in, visible_out = weights[~future], dropped[~future]
-    zeroed = visible_out == 0
-    torch.testing.assert_close(
-        visible_out[~zeroed], visible_in[~zeroed] / (1 - p), rtol=1e-6, atol=0
-    )
-    n = visible_in.numel()
-    assert abs(zeroed.float().mean().item() - p) < 6 * math.sqrt(p * (1 - p) / n)
+    assert_causal_dropout(weights, dropped, p)
 
 
 @pytest.mark.parametrize("cls", MHA_CLASSES)
