@@ -4,6 +4,7 @@ Usage in MyST::
 
     ```{pysource} attention.CausalAttention
     :diff: attention.SelfAttention_v2
+    :listing: 3.3
     ```
 
 The code is read from the package at build time with :mod:`inspect`, so the
@@ -11,6 +12,12 @@ page can never disagree with the implementation. Docstrings are left out
 (the API reference shows them). With ``:diff:``, every line that is not in
 the other object's source is highlighted, so a reader sees what changed
 since the previous variant without anyone keeping line numbers by hand.
+
+``:listing:`` gives the printed book's listing number ("Listing 3.3"). Code
+shown without it carries no number: Sphinx's own counter (``numfig``, which
+sphinx-exercise switches on) would number every captioned block 1, 2, 3 ...,
+a second numbering that matches nothing in the printed book. So the caption
+is a plain paragraph, which Sphinx does not count.
 """
 
 from __future__ import annotations
@@ -25,7 +32,6 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
-from sphinx.directives.code import container_wrapper
 from sphinx.util.docutils import SphinxDirective
 
 
@@ -84,6 +90,7 @@ class PySource(SphinxDirective):
     option_spec = {
         "diff": directives.unchanged_required,
         "caption": directives.unchanged,
+        "listing": directives.unchanged_required,
     }
 
     def run(self) -> list[nodes.Node]:
@@ -115,7 +122,20 @@ class PySource(SphinxDirective):
         if "diff" in self.options:
             previous = self.options["diff"].rpartition(".")[2]
             caption += f" (highlighted: new since ``{previous}``)"
-        return [container_wrapper(self, block, caption)]
+        if "listing" in self.options:
+            caption = f"**Listing {self.options['listing']}**: {caption}"
+        return self._wrap(block, caption)
+
+    def _wrap(self, block: nodes.literal_block, caption: str) -> list[nodes.Node]:
+        """The block under a caption that Sphinx's figure counter does not number."""
+        parsed, messages = self.state.inline_text(caption, self.lineno)
+        title = nodes.paragraph("", "", *parsed, classes=["pysource-caption"])
+        wrapper = nodes.container(
+            "", title, block, classes=["literal-block-wrapper", "pysource-listing"]
+        )
+        self.set_source_info(title)
+        self.set_source_info(wrapper)
+        return [wrapper, *messages]
 
 
 def setup(app):
