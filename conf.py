@@ -35,6 +35,7 @@ extensions = [
     "sphinx-mathjax-offline",  # MathJax 3 and its fonts, served from _static
     "pysource",  # book/_ext/pysource.py: shows the package's real code
     "nb_streams",  # book/_ext/nb_streams.py: downloads show each print once
+    "i18n_site",  # book/_ext/i18n_site.py, i18n_code.py: the 简体中文 edition
 ]
 pysource_root = str(ROOT)
 
@@ -43,6 +44,8 @@ exclude_patterns = [
     "**/_build",
     "_ext",
     "_static",
+    "_templates",
+    "locales",
     ".venv",
     "**.ipynb_checkpoints",
 ]
@@ -59,6 +62,15 @@ nb_execution_raise_on_error = True  # a failing cell fails the build
 nb_execution_timeout = 300
 nb_merge_streams = True
 nb_execution_show_tb = True
+
+# -- 简体中文 edition (i18n) -----------------------------------------------------
+# `make html` also builds `-D language=zh_CN` into _build/html/zh_CN; `make
+# update-po` refreshes the catalogs: book/locales/zh_CN/LC_MESSAGES/<page>.po,
+# one per page. Code comments are messages of their own (i18n_code.py).
+locale_dirs = ["locales/"]  # relative to book/
+gettext_compact = False  # one catalog per page, not per folder
+gettext_location = False  # no line numbers in the catalogs: no churn on edits
+i18n_html_title = {"zh_CN": "动手编写注意力机制"}
 
 # -- API reference ------------------------------------------------------------
 autodoc_member_order = "bysource"
@@ -114,6 +126,12 @@ def package_digest() -> str:
 
 
 PACKAGE_DIGEST = package_digest()
+
+# -- i18n branch, provisional (the lead's own version replaces this block) -------
+# One execution for every edition: myst-nb's cache in one explicit folder,
+# keyed on the package digest so a package change can never reuse old outputs.
+nb_execution_mode = "cache"
+nb_execution_cache_path = str(ROOT / "_build" / "jupyter_cache" / PACKAGE_DIGEST[:16])
 
 
 def _record_digest(app, docname, source):
