@@ -56,7 +56,9 @@ def test_comments_at_other_columns_are_separate_messages():
 
 def test_translation_keeps_code_and_indentation():
     table = {
-        "Attention scores: one dot product\nper pair of tokens.": "注意力分数：\n每对词元一个点积。",
+        "Attention scores: one dot product\nper pair of tokens.": (
+            "注意力分数：\n每对词元一个点积。"
+        ),
         "prints a 6x6 tensor": "打印一个 6×6 张量",
     }
     new, line_map = translate_code(CELL, table.get)
