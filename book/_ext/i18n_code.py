@@ -26,6 +26,7 @@ lines break. A comment with no letters (``# (6, 3)``) or a tool pragma
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -64,11 +65,21 @@ def _split_marker(token: str) -> tuple[str, str]:
     return token[:hashes] + blank, rest[len(blank) :].rstrip()
 
 
+_SHAPE = re.compile(r"\([^()]*\)")  # "(b, T, d_out)": the same in any language
+_WORD = re.compile(r"[^\W\d_]{3,}")
+
+
 def _is_message(text: str) -> bool:
+    """Whether a comment has words to translate: not a pragma, not only shapes.
+
+    >>> [_is_message(t) for t in ["(b, T, d_in) -> (b, T, d_out)", "2 x (6, 3)",
+    ...  "noqa: E501", "(6, 3): six tokens", "6 tokens"]]
+    [False, False, False, True, True]
+    """
     lowered = text.lower()
     if any(lowered.startswith(p) or f" {p}" in lowered for p in PRAGMAS):
         return False
-    return any(ch.isalpha() for ch in text)
+    return _WORD.search(_SHAPE.sub("", text)) is not None
 
 
 def code_tokens(code: str) -> list[tuple[int, str]]:
@@ -220,6 +231,25 @@ def shown_code_blocks(document: nodes.Node) -> Iterator[nodes.literal_block]:
             yield node
 
 
+class NotMessages(SphinxTransform):
+    """Keep out of the catalogs what the Chinese edition shows unchanged.
+
+    Display math is the same formula in every language; the API reference's
+    docstrings stay in English (``i18n_translate_docstrings = False``).
+    """
+
+    default_priority = 5
+
+    def apply(self, **kwargs) -> None:
+        for node in self.document.findall(nodes.math_block):
+            node["translatable"] = False
+        if self.config.i18n_translate_docstrings:
+            return
+        for desc in self.document.findall(addnodes.desc):
+            for node in desc.findall(nodes.TextElement):
+                node["translatable"] = False
+
+
 class CommentMessages(SphinxTransform):
     """One ``comment_message`` node per comment, right after its code block."""
 
@@ -294,6 +324,8 @@ def setup(app):
         man=visitors,
         texinfo=visitors,
     )
+    app.add_config_value("i18n_translate_docstrings", False, "env", bool)
+    app.add_transform(NotMessages)
     app.add_transform(CommentMessages)
     app.add_transform(ApplyCommentTranslations)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

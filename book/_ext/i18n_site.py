@@ -237,6 +237,24 @@ def _translate_notebook(app, doctree) -> None:
     path.write_text(nbformat.writes(notebook), encoding="utf-8")
 
 
+# -- Chinese search ------------------------------------------------------------------
+def _chinese_search():
+    """Sphinx 9.0's Chinese search, with its JavaScript stemmer named right.
+
+    ``SearchChinese`` stems Latin words with the English Snowball stemmer and
+    ships ``english-stemmer.js``, but Sphinx names the class it hands to the
+    search page after ``language_name``: ``window.Stemmer = ChineseStemmer``,
+    which does not exist. The search page then stops at "正在搜索中" with a
+    ReferenceError. The stemmer is the English one, so name it so.
+    """
+    from sphinx.search.zh import SearchChinese
+
+    class SearchChineseEnglishStemmer(SearchChinese):
+        language_name = "English"  # only used to name the JS stemmer class
+
+    return SearchChineseEnglishStemmer
+
+
 # -- Sphinx hooks ------------------------------------------------------------------
 def _configure(app, config) -> None:
     if str(TEMPLATES) not in config.templates_path:
@@ -248,6 +266,12 @@ def _configure(app, config) -> None:
     language = edition_of(config.language)
     if language in SEARCH_LANGUAGES:
         config.html_search_language = SEARCH_LANGUAGES[language]
+    if config.html_search_language == "zh":
+        app.add_search_language(_chinese_search())
+        # The book's terms as whole words, so that a search for 注意力权重 finds
+        # it: the search page looks a query up as one word, unsegmented.
+        terms = Path(app.srcdir, "locales", language, "search-terms.txt")
+        config.html_search_options = {"dict": str(terms), **config.html_search_options}
     titles = config.i18n_html_title
     if language in titles:
         config.html_title = titles[language]

@@ -97,6 +97,7 @@ def _kernel_profile(build_dir: Path) -> Path:
 
 def setup(app):
     # Kernels inherit the environment of the build that starts them.
-    os.environ["IPYTHONDIR"] = str(_kernel_profile(Path(app.outdir).parent))
+    # Next to the doctrees: a build into _build/html/zh_CN must not put it in a site.
+    os.environ["IPYTHONDIR"] = str(_kernel_profile(Path(app.doctreedir).parent))
     app.connect("doctree-read", _clean_saved_notebook)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

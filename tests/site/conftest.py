@@ -19,6 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Pages Sphinx generates on its own; they are not pages of the book.
 GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
+# Folders of the site that hold another edition (book/_ext/i18n_site.py).
+EDITIONS = {"zh_CN"}
 
 
 def build_dir() -> Path:
@@ -90,6 +92,8 @@ class Site:
         self.build = html.parent
         self.pages = [Page(p, html) for p in sorted(html.rglob("*.html"))]
         self.pages = [p for p in self.pages if not p.rel.startswith("_static/")]
+        # Other editions live in folders of the site (zh_CN/): not its pages.
+        self.pages = [p for p in self.pages if p.rel.split("/")[0] not in EDITIONS]
 
     def page(self, rel: str) -> Page:
         for page in self.pages:

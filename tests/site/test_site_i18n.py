@@ -1,0 +1,281 @@
+"""The two editions of the built site: English at ``$BUILDDIR/html``, 简体中文
+at ``$BUILDDIR/html/zh_CN``, from one source and one execution.
+
+- the same pages, each with ``<html lang>`` right and a language switch that
+  leads to the same page in the other edition;
+- every shown code block is the English one once comments are removed (with
+  :mod:`tokenize`), every output is the English one, character for character;
+- the translated comments, front page and notebook downloads are Chinese;
+- Chinese search finds 注意力权重 and 因果 (in Chromium, network off).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import re
+import sys
+import threading
+import tokenize
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote
+
+import nbformat
+import pytest
+from conftest import ROOT, Site
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+
+from i18n_code import code_tokens  # noqa: E402
+
+ZH = "zh_CN"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Code blocks a reader sees (cell sources, listings, fenced code), outputs aside.
+CODE = "div[class*='highlight-'] pre"
+
+
+@pytest.fixture(scope="session")
+def zh(site) -> Site:
+    html = site.html / ZH
+    if not (html / "index.html").is_file():
+        pytest.fail(
+            f"No Chinese edition at {html}; `make html` builds it.", pytrace=False
+        )
+    return Site(html)
+
+
+def _pairs(site, zh):
+    zh_pages = {p.rel: p for p in zh.pages}
+    return [(p, zh_pages[p.rel]) for p in site.pages if p.rel in zh_pages]
+
+
+def _is_code(pre) -> bool:
+    return pre.find_parent(class_="cell_output") is None
+
+
+def _python(pre) -> bool:
+    div = pre.find_parent("div", class_=re.compile("^highlight-"))
+    classes = " ".join(div["class"]) if div else ""
+    return bool(re.search(r"highlight-(i?python3?|py|default)\b", classes))
+
+
+@pytest.mark.site
+def test_both_editions_have_the_same_pages(site, zh):
+    en_pages = {p.rel for p in site.pages}
+    zh_pages = {p.rel for p in zh.pages}
+    assert en_pages == zh_pages, (
+        f"only in English: {sorted(en_pages - zh_pages)}; "
+        f"only in Chinese: {sorted(zh_pages - en_pages)}"
+    )
+    assert len(en_pages) > 10
+
+
+@pytest.mark.site
+def test_html_lang(site, zh):
+    wrong = [
+        f"{edition.html.name}/{p.rel}: lang={p.soup.html.get('lang')!r}"
+        for edition, lang in ((site, "en"), (zh, "zh-CN"))
+        for p in edition.pages
+        if p.soup.html.get("lang") != lang
+    ]
+    assert not wrong, wrong
+
+
+@pytest.mark.site
+def test_language_switch_leads_to_the_same_page(site, zh):
+    problems = []
+    for edition, other in ((site, zh), (zh, site)):
+        for page in edition.pages:
+            links = page.soup.select("nav.language-switch a[hreflang]")
+            if len(links) != 1:
+                problems.append(f"{page.path}: {len(links)} switch links")
+                continue
+            href = links[0]["href"]
+            target = page.resolve(href)
+            if target != (other.html / page.rel).resolve():
+                problems.append(f"{page.path}: switch goes to {href} ({target})")
+            if href.startswith(("/", "http:", "https:", "file:")):
+                problems.append(f"{page.path}: switch link is not relative: {href}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.site
+def test_no_stray_notebook_folder_in_the_sites(site, zh):
+    for html in (site.html, zh.html):
+        assert not (html / "jupyter_execute").exists(), (
+            f"{html / 'jupyter_execute'}: myst-nb's output folder landed in a site"
+        )
+
+
+@pytest.mark.site
+def test_code_is_identical_once_comments_are_removed(site, zh):
+    problems = []
+    translated_blocks = 0
+    for en, cn in _pairs(site, zh):
+        en_code = [pre for pre in en.article.select(CODE) if _is_code(pre)]
+        zh_code = [pre for pre in cn.article.select(CODE) if _is_code(pre)]
+        if len(en_code) != len(zh_code):
+            problems.append(f"{en.rel}: {len(en_code)} vs {len(zh_code)} code blocks")
+            continue
+        for i, (a, b) in enumerate(zip(en_code, zh_code, strict=True)):
+            a_text, b_text = a.get_text(), b.get_text()
+            if not _python(a):
+                if a_text != b_text:
+                    problems.append(f"{en.rel}: non-Python block {i} differs")
+                continue
+            try:
+                same = code_tokens(a_text) == code_tokens(b_text)
+            except (tokenize.TokenError, SyntaxError) as exc:
+                problems.append(f"{en.rel}: block {i} does not tokenize: {exc}")
+                continue
+            if not same:
+                problems.append(f"{en.rel}: code block {i} differs beyond comments")
+            translated_blocks += a_text != b_text
+    assert not problems, "\n".join(problems)
+    assert translated_blocks > 0, "no code block of the Chinese edition has a "
+    "translated comment: the comment messages are not applied"
+
+
+def _outputs(page) -> list[tuple[str, list[str]]]:
+    """Each cell output: its text and its images' files, figure captions aside
+    (a caption is prose, so it is translated)."""
+    found = []
+    for output in page.article.select(".cell_output"):
+        output = copy.copy(output)
+        for caption in output.select("figcaption"):
+            caption.decompose()
+        images = [Path(img["src"]).name for img in output.select("img")]
+        found.append((output.get_text(), images))
+    return found
+
+
+@pytest.mark.site
+def test_outputs_are_identical(site, zh):
+    problems = []
+    for en, cn in _pairs(site, zh):
+        a, b = _outputs(en), _outputs(cn)
+        if len(a) != len(b):
+            problems.append(f"{en.rel}: {len(a)} vs {len(b)} outputs")
+        for i, (x, y) in enumerate(zip(a, b, strict=False)):
+            if x != y:
+                problems.append(f"{en.rel}: output {i} differs")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.site
+def test_front_page_is_chinese(zh):
+    article = zh.page("index.html").article
+    texts = [el.get_text(" ", strip=True) for el in article.select("h1, p")]
+    english = [t for t in texts if t and not CJK.search(t)]
+    assert texts and not english, f"untranslated on the front page: {english}"
+    captions = [c.get_text() for c in zh.page("index.html").soup.select(".caption")]
+    assert captions and all(CJK.search(c) for c in captions), captions
+
+
+@pytest.mark.site
+def test_translated_listing_comments(zh):
+    """Section 3.5's first code cell: its comment is Chinese, its code English."""
+    page = zh.page("chapter3/3-5-causal-attention.html")
+    first = page.article.select_one("div.cell_input pre").get_text()
+    assert "# (6, 3)：六个词元，d_in = 3" in first, first
+    assert "inputs = example_inputs()" in first
+
+
+def _notebook(html: Path, page) -> nbformat.NotebookNode:
+    link = page.article.select_one("a.download[href$='.ipynb']")
+    assert link is not None, f"{page.rel}: no notebook download"
+    return nbformat.read(page.resolve(link["href"]), as_version=4)
+
+
+@pytest.mark.site
+def test_notebook_downloads_carry_the_chinese_text(site, zh):
+    rel = "chapter3/3-5-causal-attention.html"
+    en_nb = _notebook(site.html, site.page(rel))
+    zh_nb = _notebook(zh.html, zh.page(rel))
+    assert len(en_nb.cells) == len(zh_nb.cells)
+    zh_markdown = "\n".join(c.source for c in zh_nb.cells if c.cell_type == "markdown")
+    assert "# 3.5 用因果注意力遮住后面的词" in zh_markdown
+    zh_code = "\n".join(c.source for c in zh_nb.cells if c.cell_type == "code")
+    assert "# (6, 3)：六个词元，d_in = 3" in zh_code
+    for a, b in zip(en_nb.cells, zh_nb.cells, strict=True):
+        assert a.cell_type == b.cell_type
+        if a.cell_type == "code":
+            assert code_tokens(a.source) == code_tokens(b.source)
+            assert a.outputs == b.outputs
+
+
+@pytest.mark.site
+def test_chinese_search_index_is_segmented(zh):
+    text = (zh.html / "searchindex.js").read_text("utf-8")
+    index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
+    terms = set(index["terms"]) | set(index["titleterms"])
+    # jieba cut the Chinese text into words, not into single characters
+    assert {"注意力", "因果"} <= terms, sorted(t for t in terms if CJK.search(t))[:40]
+
+
+# -- Search in the browser ---------------------------------------------------------
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def browser_tab(site):
+    from playwright.sync_api import sync_playwright
+    from test_site_browser import CHROMIUM, CHROMIUM_ARGS
+
+    handler = functools.partial(_Quiet, directory=str(site.html))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    origin = f"http://127.0.0.1:{server.server_address[1]}"
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS
+        )
+        context = chromium.new_context(viewport={"width": 1280, "height": 900})
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if route.request.url.startswith(origin + "/")
+                else route.abort("blockedbyclient")
+            ),
+        )
+        yield origin, context.new_page()
+        chromium.close()
+    server.shutdown()
+    server.server_close()
+
+
+def _search(browser_tab, query: str, shot: Path) -> list[str]:
+    origin, tab = browser_tab
+    tab.goto(f"{origin}/{ZH}/search.html?q={quote(query)}", wait_until="load")
+    tab.wait_for_selector("#search-results ul.search li", timeout=20_000)
+    shot.parent.mkdir(parents=True, exist_ok=True)
+    tab.screenshot(path=str(shot))
+    hrefs = tab.eval_on_selector_all(
+        "#search-results ul.search li a", "els => els.map(e => e.href)"
+    )
+    prefix = f"{origin}/{ZH}/"
+    return sorted({h.split("#")[0].split("?")[0].removeprefix(prefix) for h in hrefs})
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("注意力权重", "chapter3/3-5-causal-attention.html"),
+        ("因果", "chapter3/3-5-causal-attention.html"),
+        ("因果", "index.html"),
+    ],
+)
+def test_chinese_search_finds_the_pages(zh, browser_tab, query, expected):
+    shot = zh.html.parents[1] / "screenshots" / f"zh-search-{query}.png"
+    found = _search(browser_tab, query, shot)
+    assert expected in found, f"searching {query!r} found {found}"
+    # and every result holds the query's words
+    for rel in found:
+        text = zh.page(rel).soup.get_text()
+        assert all(word in text for word in query.split()), (rel, query)
