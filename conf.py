@@ -132,6 +132,8 @@ PACKAGE_DIGEST = package_digest()
 # keyed on the package digest so a package change can never reuse old outputs.
 nb_execution_mode = "cache"
 nb_execution_cache_path = str(ROOT / "_build" / "jupyter_cache" / PACKAGE_DIGEST[:16])
+# myst-nb 1.4 saves the downloads without outputs in cache mode: put them back.
+extensions.append("nb_cache_downloads")
 
 
 def _record_digest(app, docname, source):

@@ -199,6 +199,8 @@ def test_notebook_downloads_carry_the_chinese_text(site, zh):
     assert "# 3.5 用因果注意力遮住后面的词" in zh_markdown
     zh_code = "\n".join(c.source for c in zh_nb.cells if c.cell_type == "code")
     assert "# (6, 3)：六个词元，d_in = 3" in zh_code
+    outputs = [c.outputs for c in en_nb.cells if c.cell_type == "code"]
+    assert any(outputs), f"{rel}: the English download has no outputs"
     for a, b in zip(en_nb.cells, zh_nb.cells, strict=True):
         assert a.cell_type == b.cell_type
         if a.cell_type == "code":
