@@ -12,9 +12,19 @@ STAMP      := $(VENV)/.installed
 
 .PHONY: html test lint unit site bench clean serve repro
 
-html: $(STAMP)
-	$(SPHINX) book $(BUILDDIR)/html
+# Sphinx runs only when an input changed: a page, the package, the
+# configuration or the installed tools (a folder's time changes when a file
+# in it is added or removed). Sphinx then re-reads only what changed.
+SOURCES := conf.py $(shell find book attention -not -path '*/__pycache__*' \
+             -not -name '*.mo' -not -name '*.pyc')
+BUILT   := $(BUILDDIR)/html/.built
+
+html: $(BUILT)
 	@echo "The book is in $(BUILDDIR)/html/index.html"
+
+$(BUILT): $(STAMP) $(SOURCES)
+	$(SPHINX) book $(BUILDDIR)/html
+	touch $@
 
 # Linter, doctests and unit tests, a full build, then the checks of the built site.
 test: lint unit html site
