@@ -44,6 +44,7 @@ extensions = [
     "sphinx_togglebutton",
     "sphinx-mathjax-offline",  # MathJax 3 and its fonts, served from _static
     "pysource",  # book/_ext/pysource.py: shows the package's real code
+    "exercise_titles",  # book/_ext/exercise_titles.py: "Exercise 3.1: <title>"
     "nb_streams",  # book/_ext/nb_streams.py: downloads show each print once
     "variants_api",  # book/_ext/variants_api.py: API entries for attention.VARIANTS
 ]
