@@ -12,26 +12,34 @@ STAMP      := $(VENV)/.installed
 
 .PHONY: html test lint unit site bench clean serve repro html-zh update-po
 
-html: $(STAMP)
-	$(SPHINX) book $(BUILDDIR)/html
-	@$(MAKE) --no-print-directory html-zh
-	@echo "The book is in $(BUILDDIR)/html/index.html (简体中文: $(ZH_OUT)/index.html)"
-
-# -- 简体中文 edition ---------------------------------------------------------------
-# Built by `make html` into $(BUILDDIR)/html/zh_CN (same page paths), with its
-# own doctrees; skipped while no source, catalog or package file is newer than
-# its stamp, so a no-op `make html` stays cheap (loading jieba alone costs ~2 s).
-ZH        := zh_CN
-ZH_OUT    := $(BUILDDIR)/html/$(ZH)
-ZH_STAMP  := $(ZH_OUT)/.make-stamp
-ZH_INPUTS := conf.py requirements.txt $(shell find book attention -type f \
-	! -name '*.mo' ! -path '*/__pycache__/*' ! -path '*/.ipynb_checkpoints/*')
+# Sphinx runs only when an input changed: a page, the package, the
+# configuration or the installed tools (a folder's time changes when a file
+# in it is added or removed). Sphinx then re-reads only what changed.
+SOURCES := conf.py $(shell find book attention -not -path '*/__pycache__*' \
+             -not -name '*.mo' -not -name '*.pyc')
+BUILT   := $(BUILDDIR)/html/.built
+# The 简体中文 edition (see below).
+ZH       := zh_CN
+ZH_OUT   := $(BUILDDIR)/html/$(ZH)
+ZH_BUILT := $(ZH_OUT)/.built
 SPHINX_ZH := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
 	-D language=$(ZH) $(SPHINXOPTS)
 
-html-zh: $(ZH_STAMP)
+html: $(BUILT) $(ZH_BUILT)
+	@echo "The book is in $(BUILDDIR)/html/index.html (简体中文: $(ZH_OUT)/index.html)"
 
-$(ZH_STAMP): $(STAMP) $(ZH_INPUTS)
+$(BUILT): $(STAMP) $(SOURCES)
+	$(SPHINX) book $(BUILDDIR)/html
+	touch $@
+
+# -- 简体中文 edition ---------------------------------------------------------------
+# Built by `make html` into $(BUILDDIR)/html/zh_CN (same page paths), with its
+# own doctrees, after the English edition, whose execution cache it reads (it
+# executes nothing). The catalogs are in book/locales, so they are SOURCES too.
+
+html-zh: $(ZH_BUILT)
+
+$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES)
 	$(SPHINX_ZH) book $(ZH_OUT)
 	touch $@
 

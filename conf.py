@@ -1,19 +1,29 @@
 """Sphinx configuration for the book. The Makefile runs ``sphinx-build -c . book ...``.
 
-Two project-specific hooks live at the bottom:
+Project-specific hooks live at the bottom, on public Sphinx APIs only:
 
-- outputs never go stale: every page that imports ``attention`` records a
-  digest of the package's source; when the digest changes, those pages are
-  read, and so executed, again;
-- every executed page offers itself as a notebook download.
+- outputs never go stale: every page that imports ``attention`` depends on
+  the package's files, and the execution cache is keyed on the package's
+  digest;
+- every executed page offers itself as a notebook download;
+- a build that warned is not remembered.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import logging
+import os
 import re
+import shutil
 import sys
 from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.application import ENV_PICKLE_FILENAME
+from sphinx.pycode import ModuleAnalyzer
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # autodoc imports the package from the checkout
@@ -34,8 +44,12 @@ extensions = [
     "sphinx_togglebutton",
     "sphinx-mathjax-offline",  # MathJax 3 and its fonts, served from _static
     "pysource",  # book/_ext/pysource.py: shows the package's real code
+    "exercise_titles",  # book/_ext/exercise_titles.py: "Exercise 3.1: <title>"
     "nb_streams",  # book/_ext/nb_streams.py: downloads show each print once
+    "variants_api",  # book/_ext/variants_api.py: API entries for attention.VARIANTS
     "i18n_site",  # book/_ext/i18n_site.py, i18n_code.py: the 简体中文 edition
+    # myst-nb 1.4 saves the downloads without outputs in cache mode: put them back.
+    "nb_cache_downloads",  # book/_ext/nb_cache_downloads.py
 ]
 pysource_root = str(ROOT)
 
@@ -54,10 +68,10 @@ root_doc = "index"
 # -- MyST and execution -------------------------------------------------------
 myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
-# "force": a page is executed whenever Sphinx reads it. Sphinx reads a page
-# when its source changed or when the hook below marks it outdated, so there
-# is no separate execution cache that could go stale.
-nb_execution_mode = "force"
+# "cache": a page's cells run when Sphinx reads the page and the cache (kept
+# for one package digest, see the hooks at the bottom) has no outputs for
+# exactly these cells.
+nb_execution_mode = "cache"
 nb_execution_raise_on_error = True  # a failing cell fails the build
 nb_execution_timeout = 300
 nb_merge_streams = True
@@ -110,16 +124,27 @@ copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True
 
 # -- Outputs never go stale ----------------------------------------------------
+# Two public mechanisms together:
+#
+# - every page that imports ``attention`` declares each file of the package as
+#   a dependency (``env.note_dependency``), so Sphinx reads, and myst-nb runs,
+#   the page again whenever one of those files changes;
+# - the execution cache belongs to one digest of the package: a changed
+#   package empties it, so it never finds the old outputs. Any other re-read
+#   (a prose edit, a touched file, another edition) finds the cells' outputs
+#   in the cache and executes nothing.
 _IMPORTS_PACKAGE = re.compile(r"^\s*(?:from|import)\s+attention\b", re.MULTILINE)
+PACKAGE_FILES = sorted(
+    p
+    for p in (ROOT / "attention").rglob("*")
+    if p.is_file() and "__pycache__" not in p.parts
+)
 
 
 def package_digest() -> str:
     """SHA-256 over every file of the ``attention`` package (code and data)."""
     h = hashlib.sha256()
-    files = (ROOT / "attention").rglob("*")
-    for path in sorted(
-        p for p in files if p.is_file() and "__pycache__" not in p.parts
-    ):
+    for path in PACKAGE_FILES:
         h.update(path.relative_to(ROOT).as_posix().encode())
         h.update(path.read_bytes())
     return h.hexdigest()
@@ -127,67 +152,105 @@ def package_digest() -> str:
 
 PACKAGE_DIGEST = package_digest()
 
-# -- i18n branch, provisional (the lead's own version replaces this block) -------
-# One execution for every edition: myst-nb's cache in one explicit folder,
-# keyed on the package digest so a package change can never reuse old outputs.
-nb_execution_mode = "cache"
-nb_execution_cache_path = str(ROOT / "_build" / "jupyter_cache" / PACKAGE_DIGEST[:16])
-# myst-nb 1.4 saves the downloads without outputs in cache mode: put them back.
-extensions.append("nb_cache_downloads")
 
-
-def _record_digest(app, docname, source):
-    digests = app.env.__dict__.setdefault("attention_digests", {})
+def _depend_on_package(app, docname, source):
     if _IMPORTS_PACKAGE.search(source[0]):
-        digests[docname] = PACKAGE_DIGEST
-    else:
-        digests.pop(docname, None)
+        for path in PACKAGE_FILES:
+            app.env.note_dependency(str(path))
 
 
-def _outdated_by_package(app, env, added, changed, removed):
-    digests = env.__dict__.setdefault("attention_digests", {})
-    stale = [doc for doc, seen in digests.items() if seen != PACKAGE_DIGEST]
-    return [doc for doc in stale if doc in env.found_docs]
+def _cache_per_package_digest(app, config):
+    """One execution cache, next to the build's doctrees, for one package digest.
+
+    The cache folder keeps its name (a changed config value would make Sphinx
+    read every page again); a file in it names the digest its outputs were
+    computed with, and a different digest empties it.
+    """
+    cache = Path(app.doctreedir).parent / "jupyter_cache"
+    config.nb_execution_cache_path = str(cache)
+    stamp = cache / "package-digest.txt"
+    if stamp.is_file() and stamp.read_text() != PACKAGE_DIGEST:
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(PACKAGE_DIGEST)
 
 
-def _purge(app, env, docname):
-    env.__dict__.setdefault("attention_digests", {}).pop(docname, None)
+# -- Every executed page offers its notebook -------------------------------------
+DOWNLOAD_NOTE = (
+    ": this page as a Jupyter notebook, with its outputs. It runs on its own. "
+    "In a clone of the book's repository, install the package and everything "
+    "the notebooks import with"
+)
+NOTEBOOKS_INSTALL = 'pip install -e ".[notebooks]"'
 
 
-# -- Every executed page offers a notebook download ------------------------------
-_KERNEL_PAGE = re.compile(r"\A---\n.*?^kernelspec:", re.MULTILINE | re.DOTALL)
-_FIRST_TITLE = re.compile(r"^# .+$", re.MULTILINE)
-
-
-def _add_download_link(app, docname, source):
-    text = source[0]
-    if not _KERNEL_PAGE.match(text):
+def _add_download_note(app, doctree):
+    """Put a download note under the title of every page executed as a notebook."""
+    docname = app.env.docname
+    output_folder = Path(app.env.mystnb_config.output_folder)
+    notebook = output_folder.joinpath(*docname.split("/")).with_suffix(".ipynb")
+    is_notebook = any("cell" in n["classes"] for n in doctree.findall(nodes.container))
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if not (is_notebook and notebook.is_file() and section is not None):
         return
-    name = docname.rsplit("/", 1)[-1]
-    link = (
-        "\n\n```{admonition} Run this page yourself\n:class: tip nb-download-tip\n"
-        f"{{nb-download}}`Download {name}.ipynb <{name}.ipynb>`, the executed "
-        "notebook of this page. It runs anywhere the `attention` package is "
-        "installed (`pip install -e .` in the book's repository).\n```\n"
+    name = notebook.name
+    target = "/" + os.path.relpath(notebook, app.srcdir).replace(os.sep, "/")
+    link = addnodes.download_reference("", "", refdoc=docname, reftarget=target)
+    link += nodes.literal(name, name, classes=["xref", "download"])
+    note = nodes.admonition(classes=["tip", "nb-download-tip"])
+    note += nodes.title("", "Run this page yourself")
+    note += nodes.paragraph(
+        "", "", nodes.Text("Download "), link, nodes.Text(DOWNLOAD_NOTE + ":")
     )
-    source[0] = _FIRST_TITLE.sub(lambda m: m.group(0) + link, text, count=1)
+    note += nodes.literal_block(NOTEBOOKS_INSTALL, NOTEBOOKS_INSTALL, language="sh")
+    section.insert(section.first_child_matching_class(nodes.title) + 1, note)
+
+
+# -- viewcode reads the package's source without importing it ---------------------
+def _package_source(app, modname):
+    """Source and tags of an ``attention`` module, read as text.
+
+    viewcode would import the module to find its file, on every build, and
+    importing ``attention`` imports torch: seconds of a no-op build.
+    """
+    if modname.split(".")[0] != "attention":
+        return None
+    path = ROOT.joinpath(*modname.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    code = path.read_text(encoding="utf-8")
+    return code, ModuleAnalyzer.for_string(code, modname, str(path)).find_tags()
 
 
 # -- A build with warnings is not remembered -----------------------------------
-def _forget_failed_build(app, exception):
+class _WarningCounter(logging.Handler):
+    """Counts the warnings Sphinx logs (its loggers are ``sphinx.*``)."""
+
+    def __init__(self):
+        super().__init__(level=logging.WARNING)
+        self.count = 0
+
+    def emit(self, record):
+        self.count += 1
+
+
+def _forget_failed_build(app, exception, counter):
     """Delete the saved environment after a build that warned.
 
     With ``-W --keep-going`` Sphinx saves the environment even when a page
     warned; the next incremental build would then not re-read that page and
     would pass silently. Sphinx already does this for builds that raise.
     """
-    if exception is None and app._warncount:
-        (Path(app.doctreedir) / "environment.pickle").unlink(missing_ok=True)
+    if exception is None and counter.count:
+        (Path(app.doctreedir) / ENV_PICKLE_FILENAME).unlink(missing_ok=True)
 
 
 def setup(app):
-    app.connect("build-finished", _forget_failed_build)
-    app.connect("source-read", _record_digest)
-    app.connect("source-read", _add_download_link)
-    app.connect("env-get-outdated", _outdated_by_package)
-    app.connect("env-purge-doc", _purge)
+    counter = _WarningCounter()
+    logging.getLogger("sphinx").addHandler(counter)
+    app.connect(
+        "build-finished", functools.partial(_forget_failed_build, counter=counter)
+    )
+    app.connect("config-inited", _cache_per_package_digest)
+    app.connect("source-read", _depend_on_package)
+    app.connect("doctree-read", _add_download_note, priority=400)  # before collectors
+    app.connect("viewcode-find-source", _package_source)

@@ -11,7 +11,10 @@ One module per idea of the chapter:
   ``MultiHeadAttention`` (3.6)
 - :mod:`attention.cross`: ``CrossAttention`` (beyond the chapter)
 - :mod:`attention.efficient`: faster drop-in variants of ``MultiHeadAttention``
-  (beyond the chapter); :mod:`attention.bench` times them
+  (beyond the chapter)
+- :mod:`attention.variants`: ``VARIANTS``, the registry of every class
+  interchangeable with ``MultiHeadAttention``, and ``copy_weights``;
+  :mod:`attention.bench` times the registry
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
@@ -21,8 +24,6 @@ from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
     TorchMultiHeadAttention,
-    copy_weights,
-    mha_state_dict,
 )
 from .multihead import (
     MultiHeadAttention,
@@ -32,9 +33,11 @@ from .multihead import (
 )
 from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_sum
+from .variants import VARIANTS, copy_weights
 
 __all__ = [
     "EXAMPLE_WORDS",
+    "VARIANTS",
     "CausalAttention",
     "CrossAttention",
     "FusedQKVMultiHeadAttention",
@@ -51,7 +54,6 @@ __all__ = [
     "dot_scores",
     "example_inputs",
     "mask_with_neg_inf",
-    "mha_state_dict",
     "parameter_breakdown",
     "renormalize_masked",
     "simple_self_attention",

@@ -8,6 +8,7 @@ inside torch.
 from __future__ import annotations
 
 import torch
+from torch import nn
 
 
 def check_dropout(dropout: float) -> None:
@@ -16,15 +17,22 @@ def check_dropout(dropout: float) -> None:
         raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
 
 
-def check_positive(name: str, value: int) -> None:
-    """Raise if ``value`` is not an integer of at least 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+def check_positive(**sizes: int) -> None:
+    """Raise unless every keyword argument is an integer of at least 1.
+
+    >>> check_positive(d_in=3, d_out=0)
+    Traceback (most recent call last):
+    ...
+    ValueError: d_out must be a positive integer, got 0
+    """
+    for name, value in sizes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def check_heads(d_out: int, num_heads: int) -> None:
     """Raise unless ``num_heads >= 1`` and it divides ``d_out``."""
-    check_positive("num_heads", num_heads)
+    check_positive(num_heads=num_heads)
     if d_out % num_heads != 0:
         raise ValueError(
             f"d_out must be divisible by num_heads, got d_out={d_out} and "
@@ -43,12 +51,42 @@ def check_attention_args(
 
     ``num_heads`` is checked (at least 1, divides ``d_out``) when given.
     """
-    check_positive("d_in", d_in)
-    check_positive("d_out", d_out)
-    check_positive("context_length", context_length)
+    check_positive(d_in=d_in, d_out=d_out, context_length=context_length)
     check_dropout(dropout)
     if num_heads is not None:
         check_heads(d_out, num_heads)
+
+
+def weight_dtype(module: nn.Module) -> torch.dtype | None:
+    """The dtype of ``module``'s first floating-point parameter, if it has one."""
+    for param in module.parameters():
+        if param.is_floating_point():
+            return param.dtype
+    return None
+
+
+def check_sequence(module: nn.Module, x: torch.Tensor) -> None:
+    """Raise unless ``x`` is one sequence ``(T, module.d_in)`` of the weights' dtype.
+
+    The one-line check of the 3.4 classes, which take a single sequence.
+    """
+    check_input(x, ndim=2, d_in=module.d_in, dtype=weight_dtype(module))
+
+
+def check_batch(module: nn.Module, x: torch.Tensor) -> None:
+    """Raise unless ``x`` is a batch ``(b, T, module.d_in)`` that ``module`` accepts.
+
+    The one-line check of every causal class: three dimensions, ``d_in``
+    features, at most ``module.context_length`` tokens, and the dtype of the
+    module's weights.
+    """
+    check_input(
+        x,
+        ndim=3,
+        d_in=module.d_in,
+        context_length=module.context_length,
+        dtype=weight_dtype(module),
+    )
 
 
 def _check_dtype(name: str, t: torch.Tensor, dtype: torch.dtype | None) -> None:

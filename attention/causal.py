@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_attention_args, check_input, check_positive
+from ._checks import check_attention_args, check_batch, check_positive
 
 
 def causal_mask(
@@ -41,7 +41,7 @@ def causal_mask(
                 [False, False,  True],
                 [False, False, False]])
     """
-    check_positive("num_tokens", num_tokens)
+    check_positive(num_tokens=num_tokens)
     ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device)
     return torch.triu(ones, diagonal=1)
 
@@ -183,16 +183,10 @@ class CausalAttention(nn.Module):
         self.register_buffer("mask", causal_mask(context_length))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(
-            x,
-            ndim=3,
-            d_in=self.d_in,
-            context_length=self.context_length,
-            dtype=self.W_query.weight.dtype,
-        )
+        check_batch(self, x)
         b, num_tokens, d_in = x.shape
-        keys = self.W_key(x)  # (b, T, d_in) -> (b, T, d_out)
-        queries = self.W_query(x)  # (b, T, d_out)
+        queries = self.W_query(x)  # (b, T, d_in) -> (b, T, d_out)
+        keys = self.W_key(x)  # (b, T, d_out)
         values = self.W_value(x)  # (b, T, d_out)
 
         # (b, T, d_out) @ (b, d_out, T) -> (b, T, T)

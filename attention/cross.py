@@ -77,9 +77,7 @@ class CrossAttention(nn.Module):
     ) -> None:
         super().__init__()
         d_context = d_in if d_context is None else d_context
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
-        check_positive("d_context", d_context)
+        check_positive(d_in=d_in, d_out=d_out, d_context=d_context)
         self.d_in = d_in
         self.d_out = d_out
         self.d_context = d_context

@@ -15,9 +15,10 @@ same way and, given the same weights, computes the same function:
 - :class:`TorchMultiHeadAttention`: ``torch.nn.MultiheadAttention`` with a
   causal ``attn_mask``, wrapped to the chapter's signature.
 
-Weights move between all four classes with :func:`copy_weights`. Each
-efficient class can also describe its weights in the chapter's layout
-(``mha_state_dict``) and load them from it (``load_mha_state_dict``).
+All four are listed in :data:`attention.VARIANTS`. Each describes its
+weights in the chapter's layout (``mha_state_dict``) and loads them from it
+(``load_mha_state_dict``), so :func:`~attention.copy_weights` moves weights
+between any two of them.
 """
 
 from __future__ import annotations
@@ -26,14 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_attention_args, check_input
+from ._checks import check_attention_args, check_batch
+from ._layout import check_layout, layout_names, split_qkv, stack_qkv
 from .causal import causal_mask
-from .multihead import MultiHeadAttention
-
-# The chapter's parameter names: the common language of copy_weights().
-_WEIGHT_NAMES = ("W_query.weight", "W_key.weight", "W_value.weight")
-_BIAS_NAMES = ("W_query.bias", "W_key.bias", "W_value.bias")
-_OUT_NAMES = ("out_proj.weight", "out_proj.bias")
 
 
 class _FusedWeights(nn.Module):
@@ -56,7 +52,14 @@ class _FusedWeights(nn.Module):
             A dict from :class:`~attention.MultiHeadAttention` parameter
             names to detached views of this module's weights.
         """
-        return _fused_to_mha(self.qkv, self.out_proj)
+        # (3 * d_out, d_in) -> 3 x (d_out, d_in): rows are query | key | value
+        state = split_qkv(self.qkv.weight, "weight")
+        if self.qkv.bias is not None:
+            state |= split_qkv(self.qkv.bias, "bias")
+        state |= {"out_proj.weight": self.out_proj.weight}
+        state |= {"out_proj.bias": self.out_proj.bias}
+        names = layout_names(self.qkv.bias is not None)
+        return {name: state[name].detach() for name in names}
 
     def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Copy weights given in ``MultiHeadAttention``'s layout into this module.
@@ -64,10 +67,17 @@ class _FusedWeights(nn.Module):
         Book section: Beyond the chapter, Efficient multi-head attention.
 
         Args:
-            state: the output of :func:`mha_state_dict` of any module of the
-                same size, or the parameters of a ``MultiHeadAttention``.
+            state: the output of ``mha_state_dict()`` of any registry class
+                of the same size.
         """
-        _mha_to_fused(state, self.qkv, self.out_proj)
+        check_layout(state, self.mha_state_dict())
+        with torch.no_grad():
+            # 3 x (d_out, d_in) -> (3 * d_out, d_in)
+            self.qkv.weight.copy_(stack_qkv(state, "weight"))
+            if self.qkv.bias is not None:
+                self.qkv.bias.copy_(stack_qkv(state, "bias"))
+            self.out_proj.weight.copy_(state["out_proj.weight"])
+            self.out_proj.bias.copy_(state["out_proj.bias"])
 
 
 class FusedQKVMultiHeadAttention(_FusedWeights):
@@ -138,7 +148,7 @@ class FusedQKVMultiHeadAttention(_FusedWeights):
         self.register_buffer("mask", causal_mask(context_length))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        check_batch(self, x)
         b, num_tokens, d_in = x.shape
         qkv = self.qkv(x)  # (b, T, d_in) -> (b, T, 3 * d_out)
 
@@ -239,7 +249,7 @@ class SDPAMultiHeadAttention(_FusedWeights):
         self.dropout_p = dropout  # a probability: the kernel applies it
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        check_batch(self, x)
         b, num_tokens, d_in = x.shape
         qkv = self.qkv(x)  # (b, T, d_in) -> (b, T, 3 * d_out)
 
@@ -275,10 +285,16 @@ class TorchMultiHeadAttention(nn.Module):
 
     Book section: Beyond the chapter, Efficient multi-head attention. An
     adapter, for comparison: the work is done by PyTorch's own module
-    (``self.attn``, built with ``batch_first=True``), which receives the
-    causal mask as a boolean ``attn_mask``. Its polarity is this package's:
-    ``True`` means *not allowed* (``scaled_dot_product_attention`` reads a
-    boolean mask the other way round).
+    (``self.attn``, built with ``batch_first=True``), called the way it runs
+    fastest on a causal task: an additive float ``attn_mask`` (``0`` where a
+    query may look, ``-inf`` in its future), ``is_causal=True`` and
+    ``need_weights=False``. With those, ``nn.MultiheadAttention`` hands the
+    heads to ``F.scaled_dot_product_attention(..., is_causal=True)``, whose
+    CPU kernel skips the blocks that lie in the future. A boolean mask would
+    be read the same way, but in eval mode without gradients it sends the
+    module down its "fast path" (``torch._native_multi_head_attention``),
+    which ignores ``is_causal`` and computes every score: at GPT-2 size on a
+    2-core CPU that path took 2.7 times as long (see the efficiency page).
 
     Two differences from the chapter's layout are bridged here:
 
@@ -314,7 +330,7 @@ class TorchMultiHeadAttention(nn.Module):
         One context vector per token (from ``forward``).
 
     Example:
-        >>> from attention import MultiHeadAttention, example_inputs
+        >>> from attention import MultiHeadAttention, copy_weights, example_inputs
         >>> inputs = example_inputs()
         >>> batch = torch.stack((inputs, inputs))
         >>> _ = torch.manual_seed(123)
@@ -367,11 +383,16 @@ class TorchMultiHeadAttention(nn.Module):
             with torch.no_grad():
                 self.attn.q_proj_weight.copy_(torch.eye(d_out))
             self.attn.q_proj_weight.requires_grad_(False)
-        # True = not allowed, as nn.MultiheadAttention reads a boolean mask.
-        self.register_buffer("mask", causal_mask(context_length))
+        # Additive: 0 where a query may look, -inf in its future. A float
+        # mask, not a boolean one, so that nn.MultiheadAttention takes its
+        # standard path, which honours is_causal (see the class docstring).
+        future = causal_mask(context_length)
+        self.register_buffer(
+            "mask", torch.zeros(future.shape).masked_fill(future, -torch.inf)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=3, d_in=self.d_in, context_length=self.context_length)
+        check_batch(self, x)
         num_tokens = x.shape[1]
         query = self.query_in(x)  # (b, T, d_in) -> (b, T, d_out)
         context_vec, _ = self.attn(
@@ -379,7 +400,8 @@ class TorchMultiHeadAttention(nn.Module):
             x,  # keys from x: (b, T, d_in)
             x,  # values from x: (b, T, d_in)
             attn_mask=self.mask[:num_tokens, :num_tokens],  # (T, T)
-            need_weights=False,  # don't return the (b, T, T) weights
+            need_weights=False,  # don't return the (b, T, T) weights ...
+            is_causal=True,  # ... so the mask is a hint: SDPA's causal kernel runs
         )
         return context_vec  # (b, T, d_out)
 
@@ -394,17 +416,20 @@ class TorchMultiHeadAttention(nn.Module):
         """
         attn = self.attn
         if self.d_in == self.d_out:
-            weights = attn.in_proj_weight.chunk(3)  # 3 x (d_out, d_in)
+            # (3 * d_out, d_in) -> 3 x (d_out, d_in): query | key | value
+            state = split_qkv(attn.in_proj_weight, "weight")
         else:
-            query = self.query_in.weight
-            weights = (query, attn.k_proj_weight, attn.v_proj_weight)
-        state = dict(zip(_WEIGHT_NAMES, weights, strict=True))
+            state = {
+                "W_query.weight": self.query_in.weight,
+                "W_key.weight": attn.k_proj_weight,
+                "W_value.weight": attn.v_proj_weight,
+            }
         if self.qkv_bias:
-            biases = attn.in_proj_bias.chunk(3)
-            state.update(zip(_BIAS_NAMES, biases, strict=True))
-        out = (attn.out_proj.weight, attn.out_proj.bias)
-        state.update(zip(_OUT_NAMES, out, strict=True))
-        return {name: t.detach() for name, t in state.items()}
+            state |= split_qkv(attn.in_proj_bias, "bias")
+        state |= {"out_proj.weight": attn.out_proj.weight}
+        state |= {"out_proj.bias": attn.out_proj.bias}
+        names = layout_names(self.qkv_bias)
+        return {name: state[name].detach() for name in names}
 
     def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
         """Copy weights given in ``MultiHeadAttention``'s layout into this module.
@@ -412,155 +437,19 @@ class TorchMultiHeadAttention(nn.Module):
         Book section: Beyond the chapter, Efficient multi-head attention.
 
         Args:
-            state: the output of :func:`mha_state_dict` of any module of the
-                same size, or the parameters of a ``MultiHeadAttention``.
+            state: the output of ``mha_state_dict()`` of any registry class
+                of the same size.
         """
-        _check_state_names(state, self.qkv_bias)
+        check_layout(state, self.mha_state_dict())
         attn = self.attn
         with torch.no_grad():
             if self.d_in == self.d_out:
-                weights = [state[name] for name in _WEIGHT_NAMES]
-                attn.in_proj_weight.copy_(torch.cat(weights))
+                attn.in_proj_weight.copy_(stack_qkv(state, "weight"))
             else:
                 self.query_in.weight.copy_(state["W_query.weight"])
                 attn.k_proj_weight.copy_(state["W_key.weight"])
                 attn.v_proj_weight.copy_(state["W_value.weight"])
             if self.qkv_bias:
-                biases = [state[name] for name in _BIAS_NAMES]
-                attn.in_proj_bias.copy_(torch.cat(biases))
+                attn.in_proj_bias.copy_(stack_qkv(state, "bias"))
             attn.out_proj.weight.copy_(state["out_proj.weight"])
             attn.out_proj.bias.copy_(state["out_proj.bias"])
-
-
-_EFFICIENT = (
-    FusedQKVMultiHeadAttention | SDPAMultiHeadAttention | TorchMultiHeadAttention
-)
-
-
-def copy_weights(src: nn.Module, dst: nn.Module) -> None:
-    """Copy the weights of one multi-head attention module into another.
-
-    Book section: Beyond the chapter, Efficient multi-head attention. Works
-    between any two of :class:`~attention.MultiHeadAttention`,
-    :class:`FusedQKVMultiHeadAttention`, :class:`SDPAMultiHeadAttention` and
-    :class:`TorchMultiHeadAttention`, in either direction: the weights pass
-    through the chapter's layout (``W_query``, ``W_key``, ``W_value``,
-    ``out_proj``). Afterwards both modules compute the same function.
-
-    Args:
-        src: the module to read from.
-        dst: the module to write into, changed in place. Must have the same
-            ``d_in``, ``d_out``, ``num_heads`` and ``qkv_bias`` as ``src``;
-            ``context_length`` and ``dropout`` may differ.
-
-    Returns:
-        ``None``.
-
-    Example:
-        >>> from attention import MultiHeadAttention
-        >>> _ = torch.manual_seed(0)
-        >>> mha = MultiHeadAttention(4, 6, context_length=5, dropout=0.0, num_heads=3)
-        >>> sdpa = SDPAMultiHeadAttention(
-        ...     4, 6, context_length=5, dropout=0.0, num_heads=3
-        ... )
-        >>> copy_weights(mha, sdpa)
-        >>> x = torch.rand(2, 5, 4)
-        >>> torch.allclose(sdpa(x), mha(x), atol=1e-6)
-        True
-    """
-    for module, role in ((src, "src"), (dst, "dst")):
-        if not isinstance(module, MultiHeadAttention | _EFFICIENT):
-            raise ValueError(
-                f"{role} must be MultiHeadAttention or one of its efficient "
-                f"variants, got {type(module).__name__}"
-            )
-    sizes = {
-        name: (getattr(src, name), getattr(dst, name))
-        for name in ("d_in", "d_out", "num_heads")
-    }
-    src_state = mha_state_dict(src)
-    sizes["qkv_bias"] = ("W_query.bias" in src_state, _has_qkv_bias(dst))
-    for name, (a, b) in sizes.items():
-        if a != b:
-            raise ValueError(
-                f"src and dst must have the same {name}, got {a} in src "
-                f"({type(src).__name__}) and {b} in dst ({type(dst).__name__})"
-            )
-    if isinstance(dst, MultiHeadAttention):
-        with torch.no_grad():
-            for name, param in dst.named_parameters():
-                param.copy_(src_state[name])
-    else:
-        dst.load_mha_state_dict(src_state)
-
-
-def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
-    """The weights of any multi-head attention module in the chapter's layout.
-
-    Book section: Beyond the chapter, Efficient multi-head attention.
-
-    Args:
-        module: a :class:`~attention.MultiHeadAttention` or one of its
-            efficient variants.
-
-    Shape:
-        Query, key and value weights: ``(d_out, d_in)``
-        ``out_proj.weight``: ``(d_out, d_out)``
-        Every bias: ``(d_out,)``
-
-    Returns:
-        A dict from parameter names of ``MultiHeadAttention`` to detached
-        tensors (views of ``module``'s weights, not copies).
-
-    Example:
-        >>> fused = FusedQKVMultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
-        >>> {name: tuple(t.shape) for name, t in mha_state_dict(fused).items()}
-        {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
-         'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
-    """
-    if isinstance(module, MultiHeadAttention):
-        return {name: p.detach() for name, p in module.named_parameters()}
-    if isinstance(module, _EFFICIENT):
-        return module.mha_state_dict()
-    raise ValueError(
-        "module must be MultiHeadAttention or one of its efficient variants, "
-        f"got {type(module).__name__}"
-    )
-
-
-def _has_qkv_bias(module: nn.Module) -> bool:
-    if isinstance(module, MultiHeadAttention):
-        return module.W_query.bias is not None
-    if isinstance(module, TorchMultiHeadAttention):
-        return module.qkv_bias
-    return module.qkv.bias is not None
-
-
-def _check_state_names(state: dict[str, torch.Tensor], qkv_bias: bool) -> None:
-    expected = set(_WEIGHT_NAMES + _OUT_NAMES + (_BIAS_NAMES if qkv_bias else ()))
-    if set(state) != expected:
-        raise ValueError(
-            f"expected the weights {sorted(expected)}, got {sorted(state)}"
-        )
-
-
-def _fused_to_mha(qkv: nn.Linear, out_proj: nn.Linear) -> dict[str, torch.Tensor]:
-    # (3 * d_out, d_in) -> 3 x (d_out, d_in): rows are query | key | value
-    state = dict(zip(_WEIGHT_NAMES, qkv.weight.chunk(3), strict=True))
-    if qkv.bias is not None:
-        state.update(zip(_BIAS_NAMES, qkv.bias.chunk(3), strict=True))
-    state.update(zip(_OUT_NAMES, (out_proj.weight, out_proj.bias), strict=True))
-    return {name: t.detach() for name, t in state.items()}
-
-
-def _mha_to_fused(
-    state: dict[str, torch.Tensor], qkv: nn.Linear, out_proj: nn.Linear
-) -> None:
-    _check_state_names(state, qkv.bias is not None)
-    with torch.no_grad():
-        # 3 x (d_out, d_in) -> (3 * d_out, d_in)
-        qkv.weight.copy_(torch.cat([state[name] for name in _WEIGHT_NAMES]))
-        if qkv.bias is not None:
-            qkv.bias.copy_(torch.cat([state[name] for name in _BIAS_NAMES]))
-        out_proj.weight.copy_(state["out_proj.weight"])
-        out_proj.bias.copy_(state["out_proj.bias"])

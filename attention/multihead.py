@@ -16,7 +16,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_attention_args, check_input, check_positive
+from ._checks import check_attention_args, check_batch, check_positive
+from ._layout import check_layout, layout_names
 from .causal import CausalAttention, causal_mask
 
 
@@ -70,7 +71,7 @@ class MultiHeadAttentionWrapper(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_positive("num_heads", num_heads)
+        check_positive(num_heads=num_heads)
         self.heads = nn.ModuleList(
             [
                 CausalAttention(d_in, d_out, context_length, dropout, qkv_bias)
@@ -150,26 +151,20 @@ class MultiHeadAttention(nn.Module):
         self.register_buffer("mask", causal_mask(context_length))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(
-            x,
-            ndim=3,
-            d_in=self.d_in,
-            context_length=self.context_length,
-            dtype=self.W_query.weight.dtype,
-        )
+        check_batch(self, x)
         b, num_tokens, d_in = x.shape
-        keys = self.W_key(x)  # (b, T, d_in) -> (b, T, d_out)
-        queries = self.W_query(x)  # (b, T, d_out)
+        queries = self.W_query(x)  # (b, T, d_in) -> (b, T, d_out)
+        keys = self.W_key(x)  # (b, T, d_out)
         values = self.W_value(x)  # (b, T, d_out)
 
         # Split the last dimension into heads: (b, T, d_out) -> (b, T, h, hd)
-        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
         queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
         values = values.view(b, num_tokens, self.num_heads, self.head_dim)
 
         # Heads next to the batch: (b, T, h, hd) -> (b, h, T, hd)
-        keys = keys.transpose(1, 2)
         queries = queries.transpose(1, 2)
+        keys = keys.transpose(1, 2)
         values = values.transpose(1, 2)
 
         # Every head at once: (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
@@ -184,6 +179,47 @@ class MultiHeadAttention(nn.Module):
         # it contiguous before the view: (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
+
+    def mha_state_dict(self) -> dict[str, torch.Tensor]:
+        """This module's weights by their chapter names: the registry's common layout.
+
+        Book section: 3.6.2. Every class in :data:`attention.VARIANTS` has this
+        method and :meth:`load_mha_state_dict`, so :func:`~attention.copy_weights`
+        moves weights between any two of them without knowing their classes.
+
+        Shape:
+            ``W_query.weight``, ``W_key.weight``, ``W_value.weight``:
+            ``(d_out, d_in)``; ``out_proj.weight``: ``(d_out, d_out)``;
+            every bias: ``(d_out,)``.
+
+        Returns:
+            A dict from parameter names (query, key, value, then ``out_proj``;
+            the query, key and value biases only with ``qkv_bias=True``) to
+            detached views of the weights, not copies.
+
+        Example:
+            >>> mha = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+            >>> {name: tuple(t.shape) for name, t in mha.mha_state_dict().items()}
+            {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
+             'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
+        """
+        state = {name: p.detach() for name, p in self.named_parameters()}
+        names = layout_names(qkv_bias=self.W_query.bias is not None)
+        return {name: state[name] for name in names}
+
+    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
+        """Copy weights given by their chapter names into this module.
+
+        Book section: 3.6.2.
+
+        Args:
+            state: the output of any registry class's ``mha_state_dict()``
+                for a module of the same size.
+        """
+        check_layout(state, self.mha_state_dict())
+        with torch.no_grad():
+            for name, param in self.named_parameters():
+                param.copy_(state[name])
 
 
 def parameter_breakdown(module: nn.Module) -> dict[str, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_input, check_positive
+from ._checks import check_positive, check_sequence
 
 
 class SelfAttention_v1(nn.Module):
@@ -47,8 +47,7 @@ class SelfAttention_v1(nn.Module):
 
     def __init__(self, d_in: int, d_out: int) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
+        check_positive(d_in=d_in, d_out=d_out)
         self.d_in = d_in
         self.d_out = d_out
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))
@@ -56,9 +55,9 @@ class SelfAttention_v1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=2, d_in=self.d_in, dtype=self.W_query.dtype)
-        keys = x @ self.W_key  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
-        queries = x @ self.W_query  # (T, d_out)
+        check_sequence(self, x)
+        queries = x @ self.W_query  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
+        keys = x @ self.W_key  # (T, d_out)
         values = x @ self.W_value  # (T, d_out)
         attn_scores = queries @ keys.T  # (T, d_out) @ (d_out, T) -> (T, T)
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
@@ -102,8 +101,7 @@ class SelfAttention_v2(nn.Module):
 
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
         super().__init__()
-        check_positive("d_in", d_in)
-        check_positive("d_out", d_out)
+        check_positive(d_in=d_in, d_out=d_out)
         self.d_in = d_in
         self.d_out = d_out
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -111,9 +109,9 @@ class SelfAttention_v2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_input(x, ndim=2, d_in=self.d_in, dtype=self.W_query.weight.dtype)
-        keys = self.W_key(x)  # (T, d_in) -> (T, d_out)
-        queries = self.W_query(x)  # (T, d_out)
+        check_sequence(self, x)
+        queries = self.W_query(x)  # (T, d_in) -> (T, d_out)
+        keys = self.W_key(x)  # (T, d_out)
         values = self.W_value(x)  # (T, d_out)
         attn_scores = queries @ keys.T  # (T, d_out) @ (d_out, T) -> (T, T)
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)

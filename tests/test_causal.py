@@ -6,7 +6,17 @@ import math
 
 import pytest
 import torch
-from dropout_checks import assert_causal_dropout, capture_dropout
+from checks import (
+    assert_batch_independent,
+    assert_causal,
+    assert_causal_dropout,
+    assert_dropout_unbiased,
+    assert_eval_is_deterministic,
+    assert_gradcheck,
+    assert_printed,
+    assert_state_dict_round_trip,
+    capture_dropout,
+)
 from torch import nn
 
 from attention import (
@@ -16,14 +26,6 @@ from attention import (
     mask_with_neg_inf,
     renormalize_masked,
 )
-
-
-def assert_printed(actual: torch.Tensor, printed: list) -> None:
-    """Equal to a value the chapter prints with 4 decimals (``-inf`` included)."""
-    torch.testing.assert_close(
-        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
-    )
-
 
 INF = -math.inf
 
@@ -194,23 +196,11 @@ def test_matches_torch_sdpa(d_in: int, d_out: int, qkv_bias: bool) -> None:
 
 
 def test_future_tokens_do_not_change_the_past() -> None:
-    ca = random_module(14)
-    x = torch.randn(2, 8, 4)
-    out = ca(x)
-    for t in range(8):
-        changed = x.clone()
-        changed[:, t:] = torch.randn(2, 8 - t, 4)
-        new = ca(changed)
-        torch.testing.assert_close(new[:, :t], out[:, :t])
-        # ...and the changed token does reach itself and every later one.
-        assert not torch.isclose(new[:, t:], out[:, t:]).all(dim=-1).any()
+    assert_causal(random_module(14).double(), torch.randn(2, 8, 4).double())
 
 
 def test_batch_items_do_not_interact() -> None:
-    ca = random_module(15)
-    x = torch.randn(4, 6, 4)
-    alone = torch.cat([ca(x[i : i + 1]) for i in range(4)])
-    torch.testing.assert_close(ca(x), alone)
+    assert_batch_independent(random_module(15).double(), torch.randn(4, 6, 4).double())
 
 
 @pytest.mark.parametrize("num_tokens", [1, 2, 5, 8])
@@ -237,27 +227,22 @@ def test_dropout_acts_on_the_attention_weights(p: float) -> None:
     assert_causal_dropout(weights, dropped, p)
 
 
-def test_dropout_is_unbiased_on_average(inputs: torch.Tensor) -> None:
+def test_dropout_in_training_only_and_unbiased(inputs: torch.Tensor) -> None:
     # Scaling survivors by 1 / (1 - p) keeps the expected output equal to the
-    # output without dropout; average many independent draws to see it.
+    # output without dropout; many independent draws show it.
     torch.manual_seed(18)
     ca = CausalAttention(3, 2, context_length=6, dropout=0.5)
-    expected = ca.eval()(inputs[None])[0]
-    draws = ca.train()(inputs.expand(10_000, 6, 3)).detach()
-    error = (draws.mean(dim=0) - expected).abs()
-    std_of_mean = draws.std(dim=0) / math.sqrt(draws.shape[0])
-    assert (error <= 6 * std_of_mean + 1e-6).all()
+    assert_dropout_unbiased(ca, inputs[None])
 
 
 def test_eval_mode_is_deterministic_and_equals_no_dropout() -> None:
-    ca = random_module(19, dropout=0.5).eval()
+    ca = random_module(19, dropout=0.5)
     no_dropout = random_module(20, dropout=0.0)
     no_dropout.load_state_dict(ca.state_dict())
     x = torch.randn(3, 8, 4)
-    first = ca(x)
-    torch.testing.assert_close(ca(x), first, rtol=0, atol=0)
-    torch.testing.assert_close(first, no_dropout(x))
-    torch.testing.assert_close(first, no_dropout.train()(x))  # p=0: no effect
+    assert_eval_is_deterministic(ca, x)
+    torch.testing.assert_close(ca(x), no_dropout(x))
+    torch.testing.assert_close(ca(x), no_dropout.train()(x))  # p=0: no effect
 
 
 def test_train_mode_with_dropout_is_random() -> None:
@@ -288,12 +273,9 @@ def test_to_moves_the_mask_with_the_module() -> None:
 
 
 def test_state_dict_round_trip() -> None:
-    source = random_module(24, qkv_bias=True)
-    target = random_module(25, qkv_bias=True)
-    x = torch.randn(2, 8, 4)
-    assert not torch.allclose(source(x), target(x))
-    target.load_state_dict(source.state_dict())
-    torch.testing.assert_close(target(x), source(x), rtol=0, atol=0)
+    assert_state_dict_round_trip(
+        lambda seed: random_module(24 + seed, qkv_bias=True), torch.randn(2, 8, 4)
+    )
 
 
 def test_float64_and_gradients_reach_every_parameter() -> None:
@@ -311,13 +293,4 @@ def test_float64_and_gradients_reach_every_parameter() -> None:
 
 def test_gradcheck_in_eval_mode() -> None:
     ca = random_module(27, d_in=3, d_out=2, context_length=4, dropout=0.3)
-    ca = ca.double().eval()
-    names = [name for name, _ in ca.named_parameters()]
-    params = tuple(p.detach().clone().requires_grad_() for p in ca.parameters())
-    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
-
-    def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
-        state = dict(zip(names, params, strict=True))
-        return torch.func.functional_call(ca, state, (x,))
-
-    assert torch.autograd.gradcheck(run, (x, *params))
+    assert_gradcheck(ca.double().eval(), torch.randn(2, 4, 3, dtype=torch.float64))

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-import math
-
 import pytest
 import torch
-from dropout_checks import assert_causal_dropout, capture_dropout
+from checks import (
+    assert_batch_independent,
+    assert_causal,
+    assert_causal_dropout,
+    assert_dropout_unbiased,
+    assert_eval_is_deterministic,
+    assert_gradcheck,
+    assert_printed,
+    assert_state_dict_round_trip,
+    capture_dropout,
+)
 from torch import nn
 
 from attention import (
@@ -17,14 +25,6 @@ from attention import (
     count_parameters,
     parameter_breakdown,
 )
-
-
-def assert_printed(actual: torch.Tensor, printed: list) -> None:
-    """Equal to a value the chapter prints with 4 decimals."""
-    torch.testing.assert_close(
-        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
-    )
-
 
 # Printed in section 3.6.1 (seed 123, d_in=3, d_out=2 per head, 2 heads), per item.
 WRAPPER_SEED_123 = [
@@ -44,28 +44,6 @@ MHA_SEED_123 = [
     [0.2639, 0.3928],
     [0.2575, 0.4028],
 ]
-# The batched matrix product of section 3.6.2, (b, h, T, hd) = (1, 2, 3, 4).
-A = [
-    [
-        [
-            [0.2745, 0.6584, 0.2775, 0.8573],
-            [0.8993, 0.0390, 0.9268, 0.7388],
-            [0.7179, 0.7058, 0.9156, 0.4340],
-        ],
-        [
-            [0.0772, 0.3565, 0.1479, 0.5331],
-            [0.4066, 0.2318, 0.4545, 0.9737],
-            [0.4606, 0.5159, 0.4220, 0.5786],
-        ],
-    ]
-]
-A_AT = [
-    [
-        [[1.3208, 1.1631, 1.2879], [1.1631, 2.2150, 1.8424], [1.2879, 1.8424, 2.0402]],
-        [[0.4391, 0.7003, 0.5903], [0.7003, 1.3737, 1.0620], [0.5903, 1.0620, 0.9912]],
-    ]
-]
-
 MHA_CLASSES = [MultiHeadAttentionWrapper, MultiHeadAttention]
 # (d_in, total output width, num_heads): one head, several, d_in != d_out.
 SHAPES = [(3, 2, 1), (3, 2, 2), (4, 8, 4), (5, 6, 3), (8, 8, 8), (2, 12, 3)]
@@ -125,16 +103,6 @@ def test_multihead_attention_seed_123(batch: torch.Tensor) -> None:
     out = mha(batch)
     assert out.shape == (2, 6, 2)
     assert_printed(out, [MHA_SEED_123, MHA_SEED_123])
-
-
-def test_batched_matmul_example() -> None:
-    a = torch.tensor(A)
-    assert a.shape == (1, 2, 3, 4)
-    batched = a @ a.transpose(2, 3)
-    assert_printed(batched, A_AT)
-    for h in range(2):
-        head = a[0, h]
-        torch.testing.assert_close(batched[0, h], head @ head.T)
 
 
 def test_gpt2_sized_parameter_count() -> None:
@@ -239,70 +207,43 @@ def test_multihead_matches_torch_sdpa(
     torch.testing.assert_close(mha(x), expected)
 
 
-# --- properties of both classes -----------------------------------------------------
+# --- properties of the wrapper (MultiHeadAttention's are in test_contract.py) ---
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
+def wrapper(seed: int, **kwargs) -> nn.Module:
+    return make(MultiHeadAttentionWrapper, seed, **kwargs)
+
+
 @pytest.mark.parametrize(("d_in", "d_out", "num_heads"), SHAPES)
 @pytest.mark.parametrize("num_tokens", [1, 5, 8])
-def test_output_shape(
-    cls: type, d_in: int, d_out: int, num_heads: int, num_tokens: int
-) -> None:
-    module = make(cls, 40, d_in, d_out, num_heads)
-    out = module(torch.randn(3, num_tokens, d_in))
-    assert out.shape == (3, num_tokens, d_out)
+def test_wrapper_output_shape(d_in: int, d_out: int, num_heads: int, num_tokens: int):
+    module = wrapper(40, d_in=d_in, width=d_out, num_heads=num_heads)
+    assert module(torch.randn(3, num_tokens, d_in)).shape == (3, num_tokens, d_out)
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-@pytest.mark.parametrize(("d_in", "d_out", "num_heads"), [(4, 6, 2), (3, 2, 1)])
-def test_future_tokens_do_not_change_the_past(
-    cls: type, d_in: int, d_out: int, num_heads: int
-) -> None:
-    module = make(cls, 41, d_in, d_out, num_heads)
-    x = torch.randn(2, 8, d_in)
-    out = module(x)
-    for t in range(8):
-        changed = x.clone()
-        changed[:, t:] = torch.randn(2, 8 - t, d_in)
-        new = module(changed)
-        torch.testing.assert_close(new[:, :t], out[:, :t])
-        assert not torch.isclose(new[:, t:], out[:, t:]).all(dim=-1).any()
+@pytest.mark.parametrize(("d_in", "width", "num_heads"), [(4, 6, 2), (3, 2, 1)])
+def test_wrapper_is_causal(d_in: int, width: int, num_heads: int) -> None:
+    module = wrapper(41, d_in=d_in, width=width, num_heads=num_heads).double()
+    assert_causal(module, torch.randn(2, 8, d_in, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_batch_items_do_not_interact(cls: type) -> None:
-    module = make(cls, 42)
-    x = torch.randn(4, 6, 4)
-    alone = torch.cat([module(x[i : i + 1]) for i in range(4)])
-    torch.testing.assert_close(module(x), alone)
+def test_wrapper_keeps_batch_items_apart() -> None:
+    module = wrapper(42).double()
+    assert_batch_independent(module, torch.randn(4, 6, 4, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-@pytest.mark.parametrize("num_tokens", [1, 3, 8])
-def test_shorter_sequences(cls: type, num_tokens: int) -> None:
-    module = make(cls, 43, context_length=8)
-    x = torch.randn(2, 8, 4)
-    torch.testing.assert_close(module(x[:, :num_tokens]), module(x)[:, :num_tokens])
-
-
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_eval_mode_is_deterministic_and_equals_no_dropout(cls: type) -> None:
-    module = make(cls, 44, dropout=0.5).eval()
-    no_dropout = make(cls, 45, dropout=0.0)
+def test_wrapper_eval_is_deterministic_and_equals_no_dropout() -> None:
+    module = wrapper(44, dropout=0.5)
+    no_dropout = wrapper(45, dropout=0.0)
     no_dropout.load_state_dict(module.state_dict())
     x = torch.randn(3, 8, 4)
-    first = module(x)
-    torch.testing.assert_close(module(x), first, rtol=0, atol=0)
-    torch.testing.assert_close(first, no_dropout(x))
-    torch.testing.assert_close(first, no_dropout.train()(x))
+    assert_eval_is_deterministic(module, x)
+    torch.testing.assert_close(module(x), no_dropout(x))
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_train_mode_with_dropout_is_random(cls: type) -> None:
-    module = make(cls, 46, dropout=0.5).train()
-    x = torch.randn(3, 8, 4)
-    assert not torch.allclose(module(x), module(x))
-    assert all(m.p == 0.5 for m in module.modules() if isinstance(m, nn.Dropout))
+def test_wrapper_dropout_in_training_only_and_unbiased() -> None:
+    module = wrapper(48, d_in=3, width=4, num_heads=2, context_length=6, dropout=0.5)
+    assert_dropout_unbiased(module, torch.randn(1, 6, 3))
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])
@@ -314,17 +255,6 @@ def test_multihead_dropout_acts_on_the_attention_weights(p: float) -> None:
     assert weights.shape == (32, 2, 32, 32)  # (b, h, T, T)
     torch.testing.assert_close(weights.sum(dim=-1), torch.ones(32, 2, 32))
     assert_causal_dropout(weights, dropped, p)
-
-
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_dropout_is_unbiased_on_average(cls: type) -> None:
-    module = make(cls, 48, 3, 4, 2, context_length=6, dropout=0.5)
-    x = torch.randn(6, 3)
-    expected = module.eval()(x[None])[0]
-    draws = module.train()(x.expand(10_000, 6, 3)).detach()
-    error = (draws.mean(dim=0) - expected).abs()
-    std_of_mean = draws.std(dim=0) / math.sqrt(draws.shape[0])
-    assert (error <= 6 * std_of_mean + 1e-6).all()
 
 
 @pytest.mark.parametrize("cls", MHA_CLASSES)
@@ -343,42 +273,15 @@ def test_masks_are_buffers_that_follow_to(cls: type) -> None:
     assert out.shape == (2, 5, 6) and out.device.type == "meta"
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_state_dict_round_trip(cls: type) -> None:
-    source = make(cls, 50, qkv_bias=True)
-    target = make(cls, 51, qkv_bias=True)
-    x = torch.randn(2, 8, 4)
-    assert not torch.allclose(source(x), target(x))
-    target.load_state_dict(source.state_dict())
-    torch.testing.assert_close(target(x), source(x), rtol=0, atol=0)
+def test_wrapper_state_dict_round_trip() -> None:
+    assert_state_dict_round_trip(
+        lambda seed: wrapper(50 + seed, qkv_bias=True), torch.randn(2, 8, 4)
+    )
 
 
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_float64_and_gradients_reach_every_parameter(cls: type) -> None:
-    module = make(cls, 52, qkv_bias=True).double()
-    x = torch.randn(2, 8, 4, dtype=torch.float64)
-    out = module(x)
-    assert out.dtype == torch.float64
-    (out * torch.randn_like(out)).sum().backward()
-    for name, param in module.named_parameters():
-        assert param.grad is not None, name
-        assert torch.isfinite(param.grad).all(), name
-        assert param.grad.abs().sum() > 0, name
-
-
-@pytest.mark.parametrize("cls", MHA_CLASSES)
-def test_gradcheck_in_eval_mode(cls: type) -> None:
-    module = make(cls, 53, 3, 4, 2, context_length=4, dropout=0.3, qkv_bias=True)
-    module = module.double().eval()
-    names = [name for name, _ in module.named_parameters()]
-    params = tuple(p.detach().clone().requires_grad_() for p in module.parameters())
-    x = torch.randn(2, 4, 3, dtype=torch.float64, requires_grad=True)
-
-    def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
-        state = dict(zip(names, params, strict=True))
-        return torch.func.functional_call(module, state, (x,))
-
-    assert torch.autograd.gradcheck(run, (x, *params))
+def test_wrapper_gradcheck_in_eval_mode() -> None:
+    module = wrapper(53, d_in=3, width=4, num_heads=2, context_length=4, dropout=0.3)
+    assert_gradcheck(module.double().eval(), torch.randn(2, 4, 3, dtype=torch.float64))
 
 
 # --- parameter counts (exercise 3.3) ----------------------------------------------

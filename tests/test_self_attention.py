@@ -5,16 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from checks import assert_printed
 
 from attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
-
-
-def assert_printed(actual: torch.Tensor, printed: list | float) -> None:
-    """Equal to a value the chapter prints with 4 decimals."""
-    torch.testing.assert_close(
-        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
-    )
-
 
 # Printed in section 3.4.1 (seed 123, torch.rand weights, d_in=3, d_out=2).
 QUERY_2 = [0.4306, 1.4551]

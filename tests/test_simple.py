@@ -4,16 +4,9 @@ from __future__ import annotations
 
 import pytest
 import torch
+from checks import assert_printed
 
 from attention import dot_scores, simple_self_attention, softmax_naive, weighted_sum
-
-
-def assert_printed(actual: torch.Tensor, printed: list) -> None:
-    """Equal to a value the chapter prints with 4 decimals."""
-    torch.testing.assert_close(
-        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
-    )
-
 
 # Printed in section 3.3.1 for the query x^(2) ("journey").
 SCORES_2 = [0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865]

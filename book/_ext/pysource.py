@@ -26,8 +26,9 @@ import ast
 import difflib
 import importlib
 import inspect
-import re
+import io
 import textwrap
+import tokenize
 from pathlib import Path
 
 from docutils import nodes
@@ -41,13 +42,20 @@ def _resolve(dotted: str):
     return getattr(module, attr)
 
 
-def source_without_docstrings(obj) -> tuple[list[str], int, str]:
-    """Return ``(lines, first line number, file)`` of ``obj``, docstrings removed."""
+def source_without_docstrings(
+    obj, members: list[str] | None = None
+) -> tuple[list[str], int, str]:
+    """Return ``(lines, first line number, file)`` of ``obj``, docstrings removed.
+
+    With ``members``, a class keeps only the methods named there: the chapter's
+    ``__init__`` and ``forward``, say, without helpers a page does not teach.
+    """
     obj = inspect.unwrap(obj)  # a decorator such as @torch.no_grad() hides the file
     lines, start = inspect.getsourcelines(obj)
     text = textwrap.dedent("".join(lines))
+    tree = ast.parse(text)
     drop: set[int] = set()
-    for node in ast.walk(ast.parse(text)):
+    for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body
             if (
@@ -57,31 +65,89 @@ def source_without_docstrings(obj) -> tuple[list[str], int, str]:
                 and isinstance(body[0].value.value, str)
             ):
                 drop.update(range(body[0].lineno - 1, body[0].end_lineno))
+    cls = tree.body[0]
+    if members is not None and isinstance(cls, ast.ClassDef):
+        for node in cls.body:
+            if isinstance(node, ast.FunctionDef) and node.name not in members:
+                first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+                drop.update(range(first - 2, node.end_lineno))  # and the blank above
     kept = [line for i, line in enumerate(text.splitlines()) if i not in drop]
+    while kept and not kept[-1].strip():
+        kept.pop()
     return kept, start, inspect.getsourcefile(obj)
 
 
-def _code_only(line: str) -> str:
-    """The line without its comment and surrounding blanks (``#`` in strings aside)."""
-    return _COMMENT.sub("", line).strip()
+def code_without_comments(lines: list[str]) -> list[str]:
+    r"""Each line without its comment and surrounding blanks, found by ``tokenize``.
+
+    A ``#`` inside a string is not a comment, apostrophes or not:
+
+    >>> code_without_comments(['s = "it\'s #1"  # a comment', "# only"])
+    ['s = "it\'s #1"', '']
+    """
+    stripped = list(lines)
+    source = "\n".join(lines) + "\n"
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            row, col = token.start
+            stripped[row - 1] = stripped[row - 1][:col]
+    return [line.strip() for line in stripped]
 
 
-_COMMENT = re.compile(r"\s*#[^\"']*$")
+def bookkeeping_lines(lines: list[str]) -> set[int]:
+    """0-based lines that compute nothing: headers, checks, stored arguments.
+
+    Three kinds: the header of a class or a function (its name and
+    signature), a call of a ``check_*`` function (the package's validation,
+    one call per method), and ``self.name = name``, which keeps a
+    constructor argument. A ``:diff:`` never highlights them: a reader looks
+    for what changed in the computation.
+
+    >>> sorted(bookkeeping_lines(["def f(self, x, d):", "    check_input(x)",
+    ...     "    self.d = d", "    self.h = d // 2", "    return x"]))
+    [0, 1, 2]
+    """
+    tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        check = (
+            isinstance(node, ast.Expr)
+            and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name)
+            and node.value.func.id.startswith("check_")
+        )
+        store = (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and isinstance(node.targets[0].value, ast.Name)
+            and node.targets[0].value.id == "self"
+            and isinstance(node.value, ast.Name)
+        )
+        if check or store:
+            found.update(range(node.lineno - 1, node.end_lineno))
+        if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.body:
+            found.update(range(node.lineno - 1, node.body[0].lineno - 1))
+    return found
 
 
 def changed_lines(new: list[str], old: list[str]) -> list[int]:
-    """1-based numbers of the code lines of ``new`` that ``old`` does not have.
+    """1-based numbers of the code lines of ``new`` that change what is computed.
 
-    Comments are ignored on both sides: a line whose only change is a new
-    shape comment is not new code, and a comment-only line is never marked.
+    A line counts when ``old`` does not have it. Comments are ignored on both
+    sides (a line whose only change is a new shape comment is not new code,
+    and a comment-only line is never marked), and so are the lines that only
+    check or store arguments (:func:`bookkeeping_lines`).
     """
-    matcher = difflib.SequenceMatcher(
-        a=[_code_only(line) for line in old], b=[_code_only(line) for line in new]
-    )
+    new_code, old_code = code_without_comments(new), code_without_comments(old)
+    skip = bookkeeping_lines(new)
+    matcher = difflib.SequenceMatcher(a=old_code, b=new_code, autojunk=False)
     changed = []
     for tag, _, _, j1, j2 in matcher.get_opcodes():
         if tag in ("replace", "insert"):
-            changed.extend(j + 1 for j in range(j1, j2) if _code_only(new[j]))
+            changed.extend(
+                j + 1 for j in range(j1, j2) if new_code[j] and j not in skip
+            )
     return changed
 
 
@@ -91,12 +157,15 @@ class PySource(SphinxDirective):
         "diff": directives.unchanged_required,
         "caption": directives.unchanged,
         "listing": directives.unchanged_required,
+        "members": directives.unchanged_required,
     }
 
     def run(self) -> list[nodes.Node]:
         name = self.arguments[0]
+        members = self.options.get("members")
+        members = members.split() if members else None
         try:
-            lines, start, path = source_without_docstrings(_resolve(name))
+            lines, start, path = source_without_docstrings(_resolve(name), members)
         except (ImportError, AttributeError, TypeError, OSError) as exc:
             msg = f"pysource: cannot read the source of {name!r}: {exc}"
             raise self.error(msg) from exc
@@ -106,7 +175,8 @@ class PySource(SphinxDirective):
         block["language"] = "python"
         block["classes"].append("pysource")
         if "diff" in self.options:
-            old, _, old_path = source_without_docstrings(_resolve(self.options["diff"]))
+            old_obj = _resolve(self.options["diff"])
+            old, _, old_path = source_without_docstrings(old_obj, members)
             self.env.note_dependency(old_path)
             block["highlight_args"] = {"hl_lines": changed_lines(lines, old)}
         self.set_source_info(block)

@@ -1,9 +1,11 @@
 """Outputs never go stale, and two clean builds print the same outputs.
 
-conf.py records a digest of the ``attention`` package's source on every page
-that imports it, and marks those pages outdated when the digest changes;
-myst-nb runs in "force" mode, so every page Sphinx reads again is executed
-again. These tests prove it on a small copy of the project in a temporary
+Every page that imports ``attention`` depends on the package's files (conf.py
+calls ``env.note_dependency``), so Sphinx reads it again when the package
+changes; myst-nb's execution cache is kept for one package digest and emptied when
+the digest changes, so a changed package finds no old outputs and the page runs again,
+while any other re-read (a prose edit) finds its outputs in the cache. These
+tests prove it on a small copy of the project in a temporary
 folder: the real conf.py, package and extensions, and a three-page book
 written here (a page that imports ``attention``, a page that does not, and
 the index). The copy is built with the Makefile's Sphinx options, several
@@ -214,6 +216,9 @@ def build_step_by_step(project: Path, snapshot: Path) -> dict[str, Build]:
     page = project / "book" / "no-package.md"
     page.write_text(NO_PACKAGE.replace("6 * 7", "6 * 8"))
     steps["page edited"] = build(project)
+    prose = project / "book" / "uses-package.md"
+    prose.write_text(USES_PACKAGE.replace("A seeded cell:", "A seeded cell, as ever:"))
+    steps["prose edited"] = build(project)
     return steps
 
 
@@ -269,6 +274,15 @@ def test_editing_a_page_reads_only_that_page(builds):
     edited = builds["page edited"]
     assert edited.read == edited.executed == {"no-package"}, edited.log
     assert "the answer is 48" in edited.html["no-package"]
+    assert "probe says alpha" in edited.html["uses-package"]
+
+
+def test_editing_prose_reads_that_page_and_executes_nothing(builds):
+    edited = builds["prose edited"]
+    assert edited.read == {"uses-package"}, edited.log
+    assert edited.executed == set(), edited.log
+    assert "Using cached notebook" in edited.log
+    assert "as ever" in edited.html["uses-package"]
     assert "probe says alpha" in edited.html["uses-package"]
 
 

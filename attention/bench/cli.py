@@ -1,0 +1,118 @@
+"""The command line of ``python -m attention.bench``, and the files it writes."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from .config import BenchConfig, _all_variants
+from .plots import plot_memory, plot_times
+from .runner import run
+from .table import format_report
+
+CSV_FIELDS = [
+    "variant",
+    "mode",
+    "median_s",
+    "speedup_vs_chapter",
+    "times_bound",
+    "flops",
+    "bound_s",
+]
+
+
+def save(
+    results: dict, out_dir: Path, stem: str, formats: tuple[str, ...]
+) -> list[Path]:
+    """Write ``<stem>.json``, ``<stem>.csv`` and the plots into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = [out_dir / f"{stem}.json", out_dir / f"{stem}.csv"]
+    written[0].write_text(json.dumps(results, indent=1) + "\n")
+    with written[1].open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(results["rows"])
+    if formats:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        figures = {"times": plot_times(results)}
+        if results.get("memory"):
+            figures["memory"] = plot_memory(results)
+        for name, fig in figures.items():
+            for fmt in formats:
+                path = out_dir / f"{stem}-{name}.{fmt}"
+                fig.savefig(path, dpi=150 if fmt == "png" else "figure")
+                written.append(path)
+            plt.close(fig)
+    return written
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m attention.bench",
+        description="Time and size the multi-head attention variants side by side.",
+    )
+    default = BenchConfig()
+    add = parser.add_argument
+    add("--quick", action="store_true", help="small sizes, seconds")
+    add("--batch", type=int, help=f"default {default.batch}")
+    add("--tokens", type=int, help=f"default {default.tokens}")
+    add("--d-model", type=int, help=f"default {default.d_model}")
+    add("--heads", type=int, help=f"default {default.heads}")
+    add("--repeats", type=int, help=f"timed rounds (default {default.repeats})")
+    add("--warmup", type=int, help=f"untimed rounds (default {default.warmup})")
+    add("--matmul-size", type=int, help="side of the matmul probe")
+    add("--memory-tokens", type=int, nargs="+", help="lengths")
+    add("--memory-batch", type=int, help=f"default {default.memory_batch}")
+    add("--no-memory", action="store_true", help="skip memory")
+    add("--variants", nargs="+", choices=list(_all_variants()), help="default: all")
+    add("--threads", type=int, help="torch intra-op threads")
+    add("--out", type=Path, default=Path("_build/bench"), help="output directory")
+    add("--stem", default="bench", help="file name stem")
+    add("--formats", default="png,svg", help="plot formats, comma-separated, or ''")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    overrides = {
+        key: value
+        for key, value in {
+            "batch": args.batch,
+            "tokens": args.tokens,
+            "d_model": args.d_model,
+            "heads": args.heads,
+            "repeats": args.repeats,
+            "warmup": args.warmup,
+            "matmul_size": args.matmul_size,
+            "memory_tokens": tuple(args.memory_tokens) if args.memory_tokens else None,
+            "memory_batch": args.memory_batch,
+            "variants": tuple(args.variants) if args.variants else None,
+            "threads": args.threads,
+        }.items()
+        if value is not None
+    }
+    try:
+        if args.quick:
+            config = BenchConfig.quick(**overrides)
+        else:
+            config = replace(BenchConfig(), **overrides)
+    except ValueError as exc:
+        parser.error(str(exc))
+    results = run(config, memory=not args.no_memory)
+    results["meta"]["command"] = "python -m attention.bench " + " ".join(
+        sys.argv[1:] if argv is None else argv
+    )
+    print(format_report(results))
+    formats = tuple(f for f in args.formats.split(",") if f)
+    for path in save(results, args.out, args.stem, formats):
+        print(f"[bench] wrote {path}", file=sys.stderr)
+    return 0

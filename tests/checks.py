@@ -1,0 +1,139 @@
+"""Assertions shared by several test files: the chapter's printed numbers, and
+the properties every causal attention module must have.
+
+Each property check takes a module (and an input, where one is needed) and
+says in its failure message which promise broke. The causal classes
+(``tests/test_causal.py``), the wrapper (``tests/test_multihead.py``) and every
+class of the registry (``tests/test_contract.py``) are checked with them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+from torch import nn
+
+from attention import causal_mask
+
+
+def assert_printed(actual: torch.Tensor, printed: list | float) -> None:
+    """Equal to a value the chapter prints with 4 decimals (``-inf`` included)."""
+    torch.testing.assert_close(
+        actual.detach(), torch.tensor(printed, dtype=actual.dtype), rtol=0, atol=1e-4
+    )
+
+
+def assert_causal(module: nn.Module, x: torch.Tensor) -> None:
+    """Changing the tokens from ``t`` on moves no output before ``t``, and moves ``t``.
+
+    ``module`` must be in eval mode (or have no dropout); ``x`` is ``(b, T, d_in)``.
+    """
+    out = module(x)
+    gen = torch.Generator().manual_seed(0)
+    for t in range(x.shape[1]):
+        changed = x.clone()
+        changed[:, t:] = torch.randn(changed[:, t:].shape, generator=gen, dtype=x.dtype)
+        new = module(changed)
+        torch.testing.assert_close(
+            new[:, :t], out[:, :t], msg=f"token {t} changed an earlier output"
+        )
+        assert not torch.allclose(new[:, t], out[:, t]), f"token {t} did not reach t"
+
+
+def assert_batch_independent(module: nn.Module, x: torch.Tensor) -> None:
+    """Each batch item's output is what it gets alone; ``x`` is ``(b, T, d_in)``."""
+    alone = torch.cat([module(x[i : i + 1]) for i in range(x.shape[0])])
+    torch.testing.assert_close(module(x), alone, msg="batch items interact")
+
+
+def assert_eval_is_deterministic(module: nn.Module, x: torch.Tensor) -> None:
+    """In eval mode two calls give bit-identical outputs, whatever the dropout."""
+    module.eval()
+    torch.testing.assert_close(module(x), module(x), rtol=0, atol=0)
+
+
+def assert_dropout_unbiased(
+    module: nn.Module, x: torch.Tensor, draws: int = 4000
+) -> None:
+    """Dropout acts in training only, and its scaling keeps the mean unchanged.
+
+    ``x`` is one sequence ``(1, T, d_in)``. It is repeated ``draws`` times in
+    one batch, so each copy gets its own dropout mask. In training the copies
+    must differ, and their mean must equal the eval output within 6 standard
+    errors: survivors scaled by anything but ``1 / (1 - p)`` shift the mean.
+    """
+    expected = module.eval()(x)[0]
+    with torch.no_grad():
+        outs = module.train()(x.expand(draws, *x.shape[1:]))
+    module.eval()
+    assert not torch.allclose(outs[0], outs[1]), "no dropout in training mode"
+    error = (outs.mean(dim=0) - expected).abs()
+    std_of_mean = outs.std(dim=0) / math.sqrt(draws)
+    worst = (error - 6 * std_of_mean).max().item()
+    assert worst <= 1e-6, f"the mean over dropout draws is off by {worst:.3g}"
+
+
+def assert_gradcheck(module: nn.Module, x: torch.Tensor) -> None:
+    """Analytic gradients of the input and of every parameter match finite ones.
+
+    ``module`` must be float64 and in eval mode; ``x`` float64.
+    """
+    names = [name for name, p in module.named_parameters() if p.requires_grad]
+    params = tuple(
+        p.detach().clone().requires_grad_()
+        for p in module.parameters()
+        if p.requires_grad
+    )
+
+    def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
+        state = dict(zip(names, params, strict=True))
+        return torch.func.functional_call(module, state, (x,), strict=False)
+
+    x = x.detach().clone().requires_grad_()
+    assert torch.autograd.gradcheck(run, (x, *params))
+
+
+def assert_state_dict_round_trip(make: Callable[[int], nn.Module], x: torch.Tensor):
+    """A module loaded from another's ``state_dict`` computes what the other does.
+
+    ``make(seed)`` builds a module in eval mode.
+    """
+    source, target = make(1), make(2)
+    assert not torch.allclose(source(x), target(x)), "seeds gave the same weights"
+    target.load_state_dict(source.state_dict())
+    torch.testing.assert_close(target(x), source(x), rtol=0, atol=0)
+
+
+def capture_dropout(module: nn.Module) -> dict[str, torch.Tensor]:
+    """Record what goes into and comes out of ``module.dropout`` on each call."""
+    seen: dict[str, torch.Tensor] = {}
+
+    def hook(_: nn.Module, args: tuple[torch.Tensor], output: torch.Tensor) -> None:
+        seen["input"], seen["output"] = args[0].detach(), output.detach()
+
+    module.dropout.register_forward_hook(hook)
+    return seen
+
+
+def assert_causal_dropout(
+    weights: torch.Tensor, dropped: torch.Tensor, p: float
+) -> None:
+    """Assert that ``dropped`` is inverted dropout, rate ``p``, of causal ``weights``.
+
+    ``weights`` and ``dropped`` are ``(..., T, T)`` attention weights before
+    and after dropout.
+    """
+    # The future was zero before dropout and stays zero.
+    future = causal_mask(weights.shape[-1]).expand_as(weights)
+    assert (weights[future] == 0).all() and (dropped[future] == 0).all()
+    # Each visible weight is either zeroed or scaled by exactly 1 / (1 - p).
+    visible_in, visible_out = weights[~future], dropped[~future]
+    zeroed = visible_out == 0
+    torch.testing.assert_close(
+        visible_out[~zeroed], visible_in[~zeroed] / (1 - p), rtol=1e-6, atol=0
+    )
+    # About a fraction p is zeroed: within 6 standard deviations of a binomial.
+    n = visible_in.numel()
+    assert abs(zeroed.float().mean().item() - p) < 6 * math.sqrt(p * (1 - p) / n)
