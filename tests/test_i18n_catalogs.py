@@ -64,3 +64,21 @@ def test_catalog_is_fully_translated(page):
         f"{path.relative_to(ROOT)}: {len(untranslated)} untranslated and "
         f"{len(fuzzy)} fuzzy of {len(messages)} messages\n" + "\n".join(problems)
     )
+
+
+def test_other_catalogs_are_fully_translated():
+    """Catalogs that belong to no page (``_site.po``: text the build adds)."""
+    pages = set(_pages())
+    others = [
+        p
+        for p in CATALOGS.rglob("*.po")
+        if p.relative_to(CATALOGS).with_suffix("").as_posix() not in pages
+    ]
+    assert others, "no _site.po: the text conf.py adds would stay English"
+    problems = []
+    for path in others:
+        with path.open("rb") as f:
+            for m in read_po(f, abort_invalid=True):
+                if m.id and (m.fuzzy or not m.string):
+                    problems.append(f"{path.name}: {_short(m.id)}")
+    assert not problems, "\n".join(problems)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import i18n_code
 import nbformat
+from docutils import nodes
 from sphinx.util import logging
 from sphinx.util.i18n import docname_to_domain
 
@@ -237,6 +238,60 @@ def _translate_notebook(app, doctree) -> None:
     path.write_text(nbformat.writes(notebook), encoding="utf-8")
 
 
+# -- Text the build adds in code ------------------------------------------------------
+# Nodes made by Python code after Sphinx translated the page (conf.py's
+# download note) are in no page's catalog. Their text is looked up in one
+# shared catalog, book/locales/<language>/LC_MESSAGES/_site.po, one message
+# per text node (the spaces around it kept).
+SITE_CATALOG = "_site"
+SITE_CLASSES = ("nb-download-tip",)
+
+
+def site_catalog(srcdir, locale_dirs, language: str) -> dict[str, str]:
+    """The translated, not fuzzy, messages of ``_site.po``."""
+    from babel.messages.pofile import read_po
+
+    table: dict[str, str] = {}
+    for folder in locale_dirs:
+        path = Path(srcdir, folder, language, "LC_MESSAGES", f"{SITE_CATALOG}.po")
+        if path.is_file():
+            with path.open("rb") as f:
+                for message in read_po(f):
+                    if message.id and message.string and not message.fuzzy:
+                        table[message.id] = message.string
+    return table
+
+
+def translate_text(text: str, table: dict[str, str]) -> str:
+    """``text`` translated as one message, its surrounding blanks kept.
+
+    >>> translate_text("Download ", {"Download": "下载"})
+    '下载 '
+    >>> translate_text("Keep", {})
+    'Keep'
+    """
+    core = text.strip()
+    if core not in table:
+        return text
+    start = text.index(core)
+    return text[:start] + table[core] + text[start + len(core) :]
+
+
+def _translate_site_text(app, doctree) -> None:
+    if edition_of(app.config.language) == ROOT_LANGUAGE:
+        return
+    table = site_catalog(app.srcdir, app.config.locale_dirs, app.config.language)
+    for node in doctree.findall(nodes.Element):
+        if not set(SITE_CLASSES) & set(node.get("classes", [])):
+            continue
+        for text in list(node.findall(nodes.Text)):
+            if isinstance(text.parent, nodes.FixedTextElement):
+                continue  # code and commands stay as they are
+            new = translate_text(str(text), table)
+            if new != str(text):
+                text.parent.replace(text, nodes.Text(new))
+
+
 # -- Chinese search ------------------------------------------------------------------
 def _chinese_search():
     """Sphinx 9.0's Chinese search, with its JavaScript stemmer named right.
@@ -299,6 +354,8 @@ def setup(app):
     app.connect("config-inited", _configure)
     app.connect("builder-inited", _own_output_folder, priority=900)  # after myst-nb
     app.connect("html-page-context", _page_context)
+    # After conf.py's download note (400), before the collectors (500).
+    app.connect("doctree-read", _translate_site_text, priority=450)
     # After nb_streams (500) has cleaned the saved notebook.
     app.connect("doctree-read", _translate_notebook, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -183,6 +183,21 @@ def test_translated_listing_comments(zh):
     assert "inputs = example_inputs()" in first
 
 
+@pytest.mark.site
+def test_download_notes_are_chinese(zh):
+    """The note conf.py adds under each notebook page's title (``_site.po``)."""
+    problems = []
+    for page in zh.pages:
+        for note in page.article.select(".nb-download-tip"):
+            note = copy.copy(note)
+            for code in note.select("pre, code"):
+                code.decompose()
+            text = note.get_text(" ", strip=True)
+            if re.search(r"[A-Za-z]{4,}", text.replace("Jupyter", "")):
+                problems.append(f"{page.rel}: {text[:80]}")
+    assert not problems, "English left in the download notes:\n" + "\n".join(problems)
+
+
 def _notebook(html: Path, page) -> nbformat.NotebookNode:
     link = page.article.select_one("a.download[href$='.ipynb']")
     assert link is not None, f"{page.rel}: no notebook download"
