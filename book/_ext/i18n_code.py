@@ -207,6 +207,26 @@ class comment_message(nodes.Element, addnodes.translatable):
         return [self["original_message"]]
 
 
+class alt_message(nodes.Element, addnodes.translatable):
+    """The alt text of an image a cell printed; never written out.
+
+    Sphinx extracts an image's alt text itself, and ``Locale`` translates it
+    in place, but the gettext builder reads the doctree after myst-nb's
+    post-transform has copied the output images, and a copy has lost the id
+    the builder needs: without this node, the alt texts of cell outputs never
+    reach the catalogs. Placed in the cell, beside its outputs, it survives.
+    """
+
+    def preserve_original_messages(self) -> None:
+        pass
+
+    def apply_translated_message(self, original: str, translated: str) -> None:
+        pass  # the image itself is translated by ``Locale``
+
+    def extract_original_messages(self) -> list[str]:
+        return [self["message"]]
+
+
 def _skip(self, node) -> None:
     raise nodes.SkipNode
 
@@ -248,6 +268,25 @@ class NotMessages(SphinxTransform):
         for desc in self.document.findall(addnodes.desc):
             for node in desc.findall(nodes.TextElement):
                 node["translatable"] = False
+
+
+class OutputAltMessages(SphinxTransform):
+    """One ``alt_message`` per alt text of an image in a cell's output."""
+
+    default_priority = 5
+
+    def apply(self, **kwargs) -> None:
+        for output in self.document.findall(nodes.container):
+            if "cell_output" not in output["classes"] or output.parent is None:
+                continue
+            seen = set()
+            for image in output.findall(nodes.image):
+                alt = image.get("alt", "").strip()
+                if alt and alt not in seen:
+                    seen.add(alt)
+                    marker = alt_message(message=alt)
+                    marker.source, marker.line = image.source, image.line
+                    output.parent.append(marker)
 
 
 class CommentMessages(SphinxTransform):
@@ -316,16 +355,18 @@ class ApplyCommentTranslations(SphinxTransform):
 
 def setup(app):
     visitors = (_skip, None)
-    app.add_node(
-        comment_message,
-        html=visitors,
-        latex=visitors,
-        text=visitors,
-        man=visitors,
-        texinfo=visitors,
-    )
+    for node in (comment_message, alt_message):
+        app.add_node(
+            node,
+            html=visitors,
+            latex=visitors,
+            text=visitors,
+            man=visitors,
+            texinfo=visitors,
+        )
     app.add_config_value("i18n_translate_docstrings", False, "env", bool)
     app.add_transform(NotMessages)
     app.add_transform(CommentMessages)
+    app.add_transform(OutputAltMessages)
     app.add_transform(ApplyCommentTranslations)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

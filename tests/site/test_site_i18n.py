@@ -198,6 +198,14 @@ def test_download_notes_are_chinese(zh):
     assert not problems, "English left in the download notes:\n" + "\n".join(problems)
 
 
+@pytest.mark.site
+def test_output_image_alt_text_is_translated(zh):
+    """Alt texts of cell outputs are messages too (``alt_message``)."""
+    page = zh.page("chapter3/3-5-causal-attention.html")
+    alts = [img.get("alt", "") for img in page.article.select(".cell_output img")]
+    assert any(alt.startswith("一个 6×6 的网格") for alt in alts), alts
+
+
 def _notebook(html: Path, page) -> nbformat.NotebookNode:
     link = page.article.select_one("a.download[href$='.ipynb']")
     assert link is not None, f"{page.rel}: no notebook download"
