@@ -12,6 +12,8 @@ One module per idea of the chapter:
 - :mod:`attention.cross`: ``CrossAttention`` (beyond the chapter)
 - :mod:`attention.efficient`: faster drop-in variants of ``MultiHeadAttention``
   (beyond the chapter); :mod:`attention.bench` times them
+- :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
+  on a task with a known answer (beyond the chapter)
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
@@ -23,6 +25,15 @@ from .efficient import (
     TorchMultiHeadAttention,
     copy_weights,
     mha_state_dict,
+)
+from .learned import (
+    TinyAttentionModel,
+    attention_weights,
+    order_blind_accuracy,
+    previous_token_data,
+    previous_token_mass,
+    token_accuracy,
+    train_model,
 )
 from .multihead import (
     MultiHeadAttention,
@@ -43,7 +54,9 @@ __all__ = [
     "SDPAMultiHeadAttention",
     "SelfAttention_v1",
     "SelfAttention_v2",
+    "TinyAttentionModel",
     "TorchMultiHeadAttention",
+    "attention_weights",
     "causal_mask",
     "copy_weights",
     "copy_weights_v2_to_v1",
@@ -52,9 +65,14 @@ __all__ = [
     "example_inputs",
     "mask_with_neg_inf",
     "mha_state_dict",
+    "order_blind_accuracy",
     "parameter_breakdown",
+    "previous_token_data",
+    "previous_token_mass",
     "renormalize_masked",
     "simple_self_attention",
     "softmax_naive",
+    "token_accuracy",
+    "train_model",
     "weighted_sum",
 ]
