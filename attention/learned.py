@@ -129,7 +129,7 @@ def previous_token_data(
         tensor([[-100,    5,    9,    4,    8],
                 [-100,    3,    1,    1,    9]])
     """
-    check_positive("num_sequences", num_sequences)
+    check_positive(num_sequences=num_sequences)
     _check_at_least("context_length", context_length, 2)
     _check_at_least("vocab_size", vocab_size, 2)
     g = torch.Generator().manual_seed(seed)
@@ -376,10 +376,12 @@ def _check_sizes(
     vocab_size: int, d_model: int, context_length: int, num_heads: int
 ) -> None:
     """Raise unless :class:`TinyAttentionModel`'s sizes make a model."""
-    check_positive("vocab_size", vocab_size)
-    check_positive("d_model", d_model)
-    check_positive("context_length", context_length)
-    check_positive("num_heads", num_heads)
+    check_positive(
+        vocab_size=vocab_size,
+        d_model=d_model,
+        context_length=context_length,
+        num_heads=num_heads,
+    )
     if d_model % num_heads != 0:
         raise ValueError(
             f"d_model must be divisible by num_heads, got d_model={d_model} "
@@ -409,8 +411,7 @@ def _check_training_args(
             "token_ids and targets must both have shape (N, T), got "
             f"{tuple(token_ids.shape)} and {tuple(targets.shape)}"
         )
-    check_positive("steps", steps)
-    check_positive("batch_size", batch_size)
+    check_positive(steps=steps, batch_size=batch_size)
     if batch_size > len(token_ids):
         raise ValueError(
             f"batch_size must be at most the number of sequences, {len(token_ids)}, "
