@@ -26,6 +26,7 @@ setup's timings are appended (the test prints them too, see ``-s``).
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 import subprocess
@@ -194,6 +195,9 @@ def test_reader_environment_is_separate(reader_kernel):
     in_base, no_myst, no_sphinx, package = done.stdout.split()
     assert (in_base, no_myst, no_sphinx) == ("False", "True", "True")
     assert Path(package) == ROOT / "attention"  # the editable install
+    spec = reader_kernel["jupyter_path"] / "kernels" / KERNEL / "kernel.json"
+    argv = json.loads(spec.read_text("utf-8"))["argv"]
+    assert Path(argv[0]) == reader_kernel["python"], "the kernel is another Python"
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -212,12 +216,15 @@ def test_download_runs_in_a_fresh_environment(
         resources={"metadata": {"path": str(workdir)}},
     )
     start = time.perf_counter()
+    failure = None
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as error:
+        failure = ANSI.sub("", str(error))
+    if failure:  # outside the except block: no chained traceback above it
         pytest.fail(
             f"{name} fails in a fresh environment with only "
-            f'`pip install -e ".[notebooks]"`:\n{ANSI.sub("", str(error))}',
+            f'`pip install -e ".[notebooks]"`:\n{failure}',
             pytrace=False,
         )
     print(f"{name}: {time.perf_counter() - start:.1f} s")
