@@ -284,3 +284,15 @@ def test_api_page_documents_every_public_name(site):
     documented = {dt.get("id") for dt in page.article.select("dt[id]")}
     missing = [n for n in attention.__all__ if f"attention.{n}" not in documented]
     assert not missing, f"in attention.__all__ but not on the API page: {missing}"
+
+
+def test_every_image_says_what_it_shows(site):
+    """Alt text on every image of the pages, and never a file name."""
+    looks_like_a_file = re.compile(r"(^|/)[\w.-]+\.(png|svg|jpe?g|gif)$|_images/")
+    problems = []
+    for page in site.pages:
+        for img in page.article.select("img"):
+            alt = (img.get("alt") or "").strip()
+            if len(alt) < 10 or looks_like_a_file.search(alt):
+                problems.append(f"{page.docname}: {img.get('src')} alt={alt!r}")
+    assert not problems, "\n".join(problems)
