@@ -15,6 +15,8 @@ One module per idea of the chapter:
 - :mod:`attention.variants`: ``VARIANTS``, the registry of every class
   interchangeable with ``MultiHeadAttention``, and ``copy_weights``;
   :mod:`attention.bench` times the registry
+- :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
+  on a task with a known answer (beyond the chapter)
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
@@ -24,6 +26,15 @@ from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
     TorchMultiHeadAttention,
+)
+from .learned import (
+    TinyAttentionModel,
+    attention_weights,
+    order_blind_accuracy,
+    previous_token_data,
+    previous_token_mass,
+    token_accuracy,
+    train_model,
 )
 from .multihead import (
     MultiHeadAttention,
@@ -46,7 +57,9 @@ __all__ = [
     "SDPAMultiHeadAttention",
     "SelfAttention_v1",
     "SelfAttention_v2",
+    "TinyAttentionModel",
     "TorchMultiHeadAttention",
+    "attention_weights",
     "causal_mask",
     "copy_weights",
     "copy_weights_v2_to_v1",
@@ -54,9 +67,14 @@ __all__ = [
     "dot_scores",
     "example_inputs",
     "mask_with_neg_inf",
+    "order_blind_accuracy",
     "parameter_breakdown",
+    "previous_token_data",
+    "previous_token_mass",
     "renormalize_masked",
     "simple_self_attention",
     "softmax_naive",
+    "token_accuracy",
+    "train_model",
     "weighted_sum",
 ]

@@ -10,11 +10,20 @@ One module fixture visits each page once and records what happened; the tests
 below each check one promise over all pages, so a failure lists every page
 that breaks it. Screenshots go to ``$BUILDDIR/screenshots/<page>.png`` (1280
 pixels wide) and, for the chapter's pages, ``<page>-phone.png`` (390 wide).
+
+axe-core (the copy inside the ``axe-playwright-python`` package, injected into
+the page, so nothing is fetched) checks every page in the light and in the dark
+colour scheme, after its math is typeset and its solutions are opened, with
+the mouse off the page and transitions finished; then the colour contrast of
+the page's first link once more with the mouse on it (the theme's hover colour).
+Every violation it finds is written to ``$BUILDDIR/axe.json``; the test fails
+on the serious and critical ones.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import re
 import shutil
 import threading
@@ -22,6 +31,7 @@ from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import nbformat
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
@@ -57,6 +67,28 @@ TEXT_OUTSIDE_CODE = """() => {
 }"""
 MATHJAX_DONE = """() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
   ? MathJax.startup.promise.then(() => true) : false"""
+# The impacts that fail the accessibility test (axe also reports minor and
+# moderate ones, which go to axe.json only).
+BLOCKING_IMPACTS = ("serious", "critical")
+# Both colour schemes the theme offers; "auto" follows the reader's system.
+COLOR_SCHEMES = ("light", "dark")
+THEME_IS = "scheme => document.documentElement.dataset.theme === scheme"
+# axe-core 4.12.1 fetches a stylesheet's relative @import against the page's
+# URL (axe-core issue 5268): the theme's `@import "../basic.css"` becomes a
+# request for /basic.css, a 404 in the console. Its CSSOM preload serves only
+# the css-orientation-lock rule, and the theme locks no orientation.
+AXE_OPTIONS = {"resultTypes": ["violations"], "preload": False}
+AXE_HOVER_OPTIONS = {**AXE_OPTIONS, "runOnly": ["color-contrast"]}
+FIRST_LINK = "article a.reference"  # the first visible one is hovered
+# Finished colour transitions (the theme fades colours when the scheme changes),
+# at most 3 s; endless animations are not waited for.
+TRANSITIONS_DONE = """() => Promise.race([
+  Promise.all(document.getAnimations()
+    .filter(a => a.effect.getComputedTiming().iterations !== Infinity)
+    .map(a => a.finished.catch(() => null))),
+  new Promise(resolve => setTimeout(resolve, 3000)),
+]).then(() => true)"""
+REST = "() => document.activeElement && document.activeElement.blur()"
 FETCH = """async href => {
   const response = await fetch(href);
   return [response.status, await response.text()];
@@ -92,6 +124,8 @@ class Visit:
         self.solution_problems: list[str] = []
         self.download_problems: list[str] = []
         self.phone_problems: list[str] = []
+        self.axe: list[dict] = []  # axe-core's violations, with their scheme
+        self.axe_runs: list[str] = []  # "<scheme>: axe-core <version>", per run
         self.screenshots: list = []
 
 
@@ -176,6 +210,45 @@ def check_solutions(tab, visit: Visit):
             visit.solution_problems.append(f"{label!r} stays hidden after a click")
 
 
+def check_accessibility(tab, visit: Visit, axe: Axe) -> None:
+    """axe-core over the page, once per colour scheme, then a hovered link."""
+    link = tab.locator(f"{FIRST_LINK} >> visible=true").first
+    for scheme in COLOR_SCHEMES:
+        tab.emulate_media(color_scheme=scheme)
+        tab.wait_for_function(THEME_IS, arg=scheme, timeout=5000)
+        tab.mouse.move(0, 0)
+        tab.evaluate(REST)
+        tab.evaluate(TRANSITIONS_DONE)
+        response = axe.run(tab, options=AXE_OPTIONS).response
+        engine = response["testEngine"]
+        visit.axe_runs.append(f"{scheme}: {engine['name']} {engine['version']}")
+        visit.axe += [{"scheme": scheme, **v} for v in response["violations"]]
+        if link.count():
+            link.hover()
+            tab.evaluate(TRANSITIONS_DONE)
+            hovered = axe.run(tab, FIRST_LINK, AXE_HOVER_OPTIONS).response
+            visit.axe += [
+                {"scheme": f"{scheme}, link hovered", **v}
+                for v in hovered["violations"]
+            ]
+    tab.emulate_media(color_scheme="light")
+
+
+def describe_violation(violation: dict) -> str:
+    """``rule (impact, scheme): help``, then each offending node."""
+    lines = [
+        f"{violation['id']} ({violation['impact']}, {violation['scheme']}): "
+        f"{violation['help']}"
+    ]
+    for node in violation["nodes"]:
+        target = " ".join(map(str, node["target"]))
+        lines.append(f"    {target}: {node['html'][:160]}")
+        summary = node.get("failureSummary", "").replace("\n", " ")
+        if summary:
+            lines.append(f"      {summary[:300]}")
+    return "\n".join(lines)
+
+
 def check_download(tab, visit: Visit, click: bool):
     """The notebook download link serves a valid executed notebook."""
     links = tab.locator("article a.download[href$='.ipynb']")
@@ -210,6 +283,7 @@ def visits(site, origin) -> list[Visit]:
     pages = [p for p in site.pages if not p.rel.startswith("_modules/")]
     clicked_a_download = False
     result = []
+    axe = Axe()  # its axe.min.js is read from the installed package
     with sync_playwright() as playwright:
         browser = Browser(playwright, origin)
         try:
@@ -225,6 +299,7 @@ def visits(site, origin) -> list[Visit]:
                 if page.is_notebook:
                     check_download(tab, visit, click=not clicked_a_download)
                     clicked_a_download = True
+                check_accessibility(tab, visit, axe)
                 if page.rel.startswith("chapter3/"):
                     tab = browser.open("phone", visit)
                     width = tab.evaluate("document.documentElement.scrollWidth")
@@ -235,6 +310,8 @@ def visits(site, origin) -> list[Visit]:
                     visit.screenshots.append(shot)
         finally:
             browser.close()
+    report = {v.page.rel: v.axe for v in result}
+    (site.build / "axe.json").write_text(json.dumps(report, indent=1), "utf-8")
     return result
 
 
@@ -273,6 +350,27 @@ def test_notebook_downloads_work(visits):
 
 def test_chapter_pages_fit_a_phone(visits):
     assert_none(visits, "phone_problems", f"wider than a {PHONE['width']} px phone")
+
+
+def test_axe_checked_every_page_in_both_schemes(visits):
+    """A page with no violations passes only if axe really ran on it."""
+    for visit in visits:
+        schemes = [run.split(":")[0] for run in visit.axe_runs]
+        assert schemes == list(COLOR_SCHEMES), f"{visit.page.rel}: {visit.axe_runs}"
+        assert all("axe-core 4." in run for run in visit.axe_runs), visit.axe_runs
+
+
+def test_no_serious_accessibility_violations(visits):
+    problems = [
+        f"{v.page.rel}: {describe_violation(violation)}"
+        for v in visits
+        for violation in v.axe
+        if violation["impact"] in BLOCKING_IMPACTS
+    ]
+    assert not problems, (
+        "serious or critical accessibility violations (axe-core):\n"
+        + "\n".join(problems)
+    )
 
 
 def test_screenshots_were_saved(visits):

@@ -179,24 +179,71 @@ def test_every_exercise_has_a_collapsed_solution(site):
     assert not problems, "\n".join(problems)
 
 
+# The tag of a cell that shows an error on purpose (the package's ValueError
+# for a bad input, say); myst-nb lets such a cell raise and puts the tag on
+# its HTML as a class.
+EXPECTED_ERROR = "raises-exception"
+
+
 def test_no_page_shows_a_traceback(site):
+    """Errors appear only where a page shows one on purpose, and only as ValueError.
+
+    Any other cell that raises, and any traceback, is a bug in the page.
+    """
     problems = []
     for page in site.pages:
         if "Traceback (most recent call last)" in page.article.get_text():
             problems.append(f"{page.docname}: 'Traceback (most recent call last)'")
         for block in page.article.select("div.output.traceback, div.output.error"):
-            problems.append(f"{page.docname}: error output {block.get_text()[:80]!r}")
+            cell = block.find_parent("div", class_="cell")
+            shown = block.get_text()
+            if cell and f"tag_{EXPECTED_ERROR}" in cell.get("class", []):
+                if "ValueError" not in shown:
+                    problems.append(f"{page.docname}: not a ValueError {shown[:80]!r}")
+                continue
+            problems.append(f"{page.docname}: error output {shown[:80]!r}")
     for notebook in sorted((site.html / "_downloads").rglob("*.ipynb")):
         for cell in json.loads(notebook.read_text("utf-8"))["cells"]:
+            expected = EXPECTED_ERROR in cell.get("metadata", {}).get("tags", [])
             for output in cell.get("outputs", []):
-                if output["output_type"] == "error":
+                if output["output_type"] != "error":
+                    continue
+                if not expected or output["ename"] != "ValueError":
                     problems.append(
                         f"{notebook.name}: {output['ename']}: {output['evalue']}"
                     )
     assert not problems, (
-        "pages show errors (print an expected error's message with try/except "
-        "instead of letting the cell raise):\n" + "\n".join(problems)
+        "pages show errors (a cell that shows an error on purpose is tagged "
+        f"{EXPECTED_ERROR!r} and raises a ValueError):\n" + "\n".join(problems)
     )
+
+
+def test_pages_show_the_packages_errors_where_readers_meet_them(site):
+    """3.5 shows the too-long input, 3.6 the heads that don't divide d_out."""
+    expected = {
+        CH + "3-5-causal-attention": "tokens but context_length is",
+        CH + "3-6-multi-head-attention": "d_out must be divisible by num_heads",
+    }
+    for docname, message in expected.items():
+        page = site.page(docname + ".html")
+        shown = [
+            block.get_text()
+            for block in page.article.select(f"div.cell.tag_{EXPECTED_ERROR}")
+        ]
+        assert any(message in text for text in shown), (docname, shown)
+
+
+def test_exercise_titles_read_exercise_number_colon(site):
+    titles = []
+    for docname in EXERCISES:
+        page = site.page(docname + ".html")
+        titles += [
+            t.get_text().strip()
+            for t in page.article.select("div.exercise p.admonition-title")
+        ]
+    assert len(titles) == sum(EXERCISES.values())
+    wrong = [t for t in titles if not re.match(r"^Exercise 3\.[1-3]: \S", t)]
+    assert not wrong, wrong
 
 
 def test_executed_pages_offer_their_notebook(site):
@@ -213,6 +260,9 @@ def test_executed_pages_offer_their_notebook(site):
         if len(links) != 1:
             problems.append(f"{docname}: {len(links)} notebook download links")
             continue
+        note = links[0].find_parent("div", class_="nb-download-tip")
+        if note is None or 'pip install -e ".[notebooks]"' not in note.get_text():
+            problems.append(f"{docname}: the download note lacks the install command")
         target = page.resolve(links[0]["href"])
         name = docname.rsplit("/", 1)[-1] + ".ipynb"
         if target.name != name:
@@ -234,3 +284,15 @@ def test_api_page_documents_every_public_name(site):
     documented = {dt.get("id") for dt in page.article.select("dt[id]")}
     missing = [n for n in attention.__all__ if f"attention.{n}" not in documented]
     assert not missing, f"in attention.__all__ but not on the API page: {missing}"
+
+
+def test_every_image_says_what_it_shows(site):
+    """Alt text on every image of the pages, and never a file name."""
+    looks_like_a_file = re.compile(r"(^|/)[\w.-]+\.(png|svg|jpe?g|gif)$|_images/")
+    problems = []
+    for page in site.pages:
+        for img in page.article.select("img"):
+            alt = (img.get("alt") or "").strip()
+            if len(alt) < 10 or looks_like_a_file.search(alt):
+                problems.append(f"{page.docname}: {img.get('src')} alt={alt!r}")
+    assert not problems, "\n".join(problems)

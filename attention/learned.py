@@ -1,0 +1,452 @@
+"""Attention that has learned: a tiny model trained on a task with a known answer.
+
+Book section: Beyond the chapter, Attention that has learned.
+
+The task is "copy the previous token": at position ``i`` the model must
+output the token that sat at position ``i - 1``. The right attention pattern
+is known in advance: query ``i`` should put its weight on key ``i - 1``.
+Position 0 has no previous token, so its target is ``IGNORE_INDEX`` and it
+does not count in the loss or the accuracy.
+
+Shape legend: ``b`` batch size, ``T`` ``num_tokens``, ``V`` ``vocab_size``,
+``d`` ``d_model``, ``h`` ``num_heads``.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_positive
+from .multihead import MultiHeadAttention
+
+#: Target value of positions that do not count (``F.cross_entropy``'s default).
+IGNORE_INDEX = -100
+
+
+class TinyAttentionModel(nn.Module):
+    """Token embeddings, position embeddings, one multi-head attention, an output layer.
+
+    Book section: Beyond the chapter, Attention that has learned. The
+    attention layer is the chapter's :class:`~attention.MultiHeadAttention`
+    (causal, ``d_in = d_out = d_model``, no dropout), used as it is. Its
+    output goes straight to a linear layer that scores every word of the
+    vocabulary: no residual connection, no feed-forward block, one layer.
+
+    Args:
+        vocab_size: how many different token ids there are.
+        d_model: width of the embeddings and of the attention layer; must be
+            divisible by ``num_heads``.
+        context_length: the longest sequence the model accepts; also the
+            number of position embeddings.
+        num_heads: how many attention heads.
+        use_positions: add a learned position embedding to each token
+            embedding. With ``False`` the model sees only which tokens came
+            before, not in what order. Default: ``True``.
+
+    Shape:
+        Input: ``(b, T)`` token ids in ``[0, vocab_size)``, ``T <= context_length``
+        Output: ``(b, T, vocab_size)`` logits, one score per vocabulary entry
+
+    Returns:
+        The logits (from ``forward``); ``logits[:, i]`` predicts the target
+        of position ``i``.
+
+    Example:
+        >>> _ = torch.manual_seed(123)
+        >>> model = TinyAttentionModel(
+        ...     vocab_size=10, d_model=8, context_length=6, num_heads=2
+        ... )
+        >>> token_ids = torch.tensor([[3, 1, 4, 1, 5, 9]])
+        >>> logits = model(token_ids)
+        >>> logits.shape
+        torch.Size([1, 6, 10])
+        >>> logits[0, 0, :3]
+        tensor([-0.3411, -0.3151, -0.1658], grad_fn=<SliceBackward0>)
+    """
+
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int,
+        context_length: int,
+        num_heads: int,
+        use_positions: bool = True,
+    ) -> None:
+        super().__init__()
+        _check_sizes(vocab_size, d_model, context_length, num_heads)
+        _check_flag("use_positions", use_positions)
+        self.vocab_size = vocab_size
+        self.context_length = context_length
+        self.tok_emb = nn.Embedding(vocab_size, d_model)
+        self.pos_emb = None  # without positions, order is invisible
+        if use_positions:
+            self.pos_emb = nn.Embedding(context_length, d_model)
+        self.attn = MultiHeadAttention(
+            d_model, d_model, context_length, dropout=0.0, num_heads=num_heads
+        )
+        self.out_head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
+        _check_token_ids(token_ids, self.vocab_size, self.context_length)
+        num_tokens = token_ids.shape[1]
+        x = self.tok_emb(token_ids)  # (b, T) -> (b, T, d)
+        if self.pos_emb is not None:
+            positions = torch.arange(num_tokens, device=token_ids.device)
+            x = x + self.pos_emb(positions)  # (b, T, d) + (T, d) -> (b, T, d)
+        context_vec = self.attn(x)  # (b, T, d)
+        return self.out_head(context_vec)  # (b, T, d) -> (b, T, V)
+
+
+def previous_token_data(
+    num_sequences: int, context_length: int, vocab_size: int, *, seed: int = 0
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Random token sequences and their "copy the previous token" targets.
+
+    Book section: Beyond the chapter, Attention that has learned. Every token
+    is drawn uniformly from the vocabulary, independently of the others, so
+    nothing but the token at ``i - 1`` tells the target of position ``i``.
+
+    Args:
+        num_sequences: how many sequences.
+        context_length: tokens per sequence, at least 2.
+        vocab_size: token ids are drawn from ``[0, vocab_size)``, at least 2.
+        seed: seed of the generator that draws the tokens. Default: ``0``.
+
+    Shape:
+        Both outputs: ``(num_sequences, context_length)``
+
+    Returns:
+        ``(token_ids, targets)``: ``targets[:, i] = token_ids[:, i - 1]`` for
+        ``i >= 1``, and ``targets[:, 0] = IGNORE_INDEX``.
+
+    Example:
+        >>> token_ids, targets = previous_token_data(2, 5, vocab_size=10, seed=1)
+        >>> token_ids
+        tensor([[5, 9, 4, 8, 3],
+                [3, 1, 1, 9, 2]])
+        >>> targets
+        tensor([[-100,    5,    9,    4,    8],
+                [-100,    3,    1,    1,    9]])
+    """
+    check_positive(num_sequences=num_sequences)
+    _check_at_least("context_length", context_length, 2)
+    _check_at_least("vocab_size", vocab_size, 2)
+    g = torch.Generator().manual_seed(seed)
+    token_ids = torch.randint(vocab_size, (num_sequences, context_length), generator=g)
+    targets = torch.full_like(token_ids, IGNORE_INDEX)
+    targets[:, 1:] = token_ids[:, :-1]  # (b, T - 1): the token one step back
+    return token_ids, targets
+
+
+def train_model(
+    model: nn.Module,
+    token_ids: torch.Tensor,
+    targets: torch.Tensor,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float = 0.5,
+    seed: int = 0,
+) -> list[float]:
+    """Train ``model`` by plain gradient descent; return the loss of every step.
+
+    Book section: Beyond the chapter, Attention that has learned. Each step
+    draws ``batch_size`` sequences (with a generator seeded by ``seed``, so
+    a run is repeatable), computes the cross-entropy of the logits against
+    ``targets`` (positions marked ``IGNORE_INDEX`` are skipped), and moves
+    every parameter a step of size ``lr`` against its gradient. No
+    optimizer object, no momentum: the whole update is one line. The model
+    is left in eval mode.
+
+    Args:
+        model: maps ``(b, T)`` token ids to ``(b, T, V)`` logits, such as
+            :class:`TinyAttentionModel`.
+        token_ids: the training sequences.
+        targets: the target of every position, ``IGNORE_INDEX`` where none.
+        steps: how many gradient steps.
+        batch_size: sequences per step, at most ``N``.
+        lr: the learning rate, the size of each step. Default: ``0.5``.
+        seed: seed of the generator that picks the batches. Default: ``0``.
+
+    Shape:
+        token_ids, targets: ``(N, T)``
+
+    Returns:
+        The loss of each step's batch, before that step's update (a list
+        of ``steps`` floats).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> model = TinyAttentionModel(8, 16, context_length=6, num_heads=2)
+        >>> token_ids, targets = previous_token_data(64, 6, vocab_size=8)
+        >>> losses = train_model(model, token_ids, targets, steps=20, batch_size=16)
+        >>> len(losses), round(losses[0], 2), round(losses[-1], 2)
+        (20, 2.09, 1.17)
+    """
+    _check_training_args(token_ids, targets, steps, batch_size, lr)
+    g = torch.Generator().manual_seed(seed)
+    model.train()
+    losses = []
+    for _ in range(steps):
+        # batch_size random sequences: (N, T) -> (b, T)
+        rows = torch.randperm(len(token_ids), generator=g)[:batch_size]
+        logits = model(token_ids[rows])  # (b, T) -> (b, T, V)
+        loss = nn.functional.cross_entropy(
+            logits.flatten(0, 1),  # (b, T, V) -> (b * T, V)
+            targets[rows].flatten(),  # (b, T) -> (b * T,)
+            ignore_index=IGNORE_INDEX,
+        )
+        model.zero_grad()
+        loss.backward()
+        with torch.no_grad():
+            for param in model.parameters():
+                param -= lr * param.grad  # one step downhill
+        losses.append(loss.item())
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def token_accuracy(
+    model: nn.Module, token_ids: torch.Tensor, targets: torch.Tensor
+) -> float:
+    """Fraction of counted positions where the highest logit is the target.
+
+    Book section: Beyond the chapter, Attention that has learned. Positions
+    whose target is ``IGNORE_INDEX`` are not counted.
+
+    Args:
+        model: maps ``(b, T)`` token ids to ``(b, T, V)`` logits.
+        token_ids: the sequences to score.
+        targets: the target of every position.
+
+    Shape:
+        token_ids, targets: ``(b, T)``
+
+    Returns:
+        A float in ``[0, 1]``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> model = TinyAttentionModel(4, 8, context_length=5, num_heads=2)
+        >>> token_ids, targets = previous_token_data(100, 5, vocab_size=4)
+        >>> token_accuracy(model, token_ids, targets)
+        0.3425
+    """
+    predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
+    counted = targets != IGNORE_INDEX  # (b, T)
+    return (predicted[counted] == targets[counted]).double().mean().item()
+
+
+@torch.no_grad()
+def attention_weights(
+    model: TinyAttentionModel, token_ids: torch.Tensor
+) -> torch.Tensor:
+    """The attention weights of ``model.attn`` for ``token_ids``, per head.
+
+    Book section: Beyond the chapter, Attention that has learned.
+    :class:`~attention.MultiHeadAttention` returns only context vectors. Its
+    ``dropout`` submodule, though, is called on the attention weights, so a
+    forward hook on it sees them without any change to the class. The hook
+    is removed again before the function returns.
+
+    Args:
+        model: a :class:`TinyAttentionModel` (or any module whose ``attn``
+            is a :class:`~attention.MultiHeadAttention`).
+        token_ids: the sequences to run.
+
+    Shape:
+        token_ids: ``(b, T)``
+        Output: ``(b, h, T, T)``: ``[n, k, i, j]`` is how much query ``i``
+        of head ``k`` takes from key ``j`` in sequence ``n``
+
+    Returns:
+        The weights after the causal mask and the softmax.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> model = TinyAttentionModel(4, 8, context_length=5, num_heads=2)
+        >>> weights = attention_weights(model, torch.tensor([[0, 1, 2, 3]]))
+        >>> weights.shape
+        torch.Size([1, 2, 4, 4])
+        >>> weights[0, 0]
+        tensor([[1.0000, 0.0000, 0.0000, 0.0000],
+                [0.6748, 0.3252, 0.0000, 0.0000],
+                [0.2284, 0.3367, 0.4349, 0.0000],
+                [0.2341, 0.1832, 0.1054, 0.4773]])
+    """
+    seen = []
+
+    def keep_input(module, args, output):
+        seen.append(args[0])  # the input of dropout: (b, h, T, T)
+
+    handle = model.attn.dropout.register_forward_hook(keep_input)
+    try:
+        model(token_ids)
+    finally:
+        handle.remove()
+    return seen[0]
+
+
+def previous_token_mass(attn_weights: torch.Tensor) -> torch.Tensor:
+    """Mean weight that query ``i`` puts on key ``i - 1``, for each head.
+
+    Book section: Beyond the chapter, Attention that has learned. Averaged
+    over the batch and over the queries ``i = 1 .. T - 1`` (query 0 has no
+    previous token). 1 means the head attends to the previous token only.
+
+    Args:
+        attn_weights: the weights from :func:`attention_weights`.
+
+    Shape:
+        attn_weights: ``(b, h, T, T)`` with ``T >= 2``
+        Output: ``(h,)``
+
+    Returns:
+        One number in ``[0, 1]`` per head.
+
+    Example:
+        >>> w = torch.zeros(1, 2, 3, 3)
+        >>> w[0, 0] = torch.tensor([[1.0, 0, 0], [1, 0, 0], [0, 1, 0]])  # previous
+        >>> w[0, 1] = torch.tensor([[1.0, 0, 0], [0, 1, 0], [0, 0, 1]])  # itself
+        >>> previous_token_mass(w)
+        tensor([1., 0.])
+    """
+    if attn_weights.dim() != 4 or attn_weights.shape[-1] < 2:
+        raise ValueError(
+            "attn_weights must have shape (b, h, T, T) with T >= 2, got "
+            f"{tuple(attn_weights.shape)}"
+        )
+    # Entries [..., i, i - 1] for i = 1 .. T - 1: one below the main diagonal
+    # (b, h, T, T) -> (b, h, T - 1)
+    below = attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1)
+    return below.mean(dim=(0, 2))  # (b, h, T - 1) -> (h,)
+
+
+def order_blind_accuracy(token_ids: torch.Tensor, vocab_size: int) -> float:
+    """The best accuracy on the task for a model that cannot see token order.
+
+    Book section: Beyond the chapter, Attention that has learned. Suppose a
+    model knows, for position ``i``, only *which* tokens sit at positions
+    ``0 .. i - 1`` (a multiset), not in what order. Every order of them is
+    equally likely, so a token that appears ``c`` times is the previous one
+    with probability ``c / i``. The best guess is the most frequent token,
+    right with probability ``max_count / i``. This function averages that
+    over all sequences and positions ``i >= 1``: no order-blind model can
+    expect to do better on this data.
+
+    Args:
+        token_ids: sequences of the "copy the previous token" task.
+        vocab_size: token ids lie in ``[0, vocab_size)``.
+
+    Shape:
+        token_ids: ``(b, T)`` with ``T >= 2``
+
+    Returns:
+        The expected accuracy of the best order-blind guess, a float.
+
+    Example:
+        >>> order_blind_accuracy(torch.tensor([[0, 1, 1]]), vocab_size=2)
+        0.75
+    """
+    _check_token_ids(token_ids, vocab_size, context_length=None)
+    if token_ids.shape[1] < 2:
+        raise ValueError(
+            f"token_ids needs at least 2 tokens per sequence, got shape "
+            f"{tuple(token_ids.shape)}"
+        )
+    # (b, T) -> (b, T, V): a 1 in column t_j of row j
+    one_hot = nn.functional.one_hot(token_ids, vocab_size)
+    # Counts of each token among positions 0 .. i - 1, for i = 1 .. T - 1
+    counts = one_hot.cumsum(dim=1)[:, :-1]  # (b, T, V) -> (b, T - 1, V)
+    prefix_len = torch.arange(1, token_ids.shape[1])  # (T - 1,): i
+    best = counts.amax(dim=-1) / prefix_len  # (b, T - 1)
+    return best.mean().item()
+
+
+def _check_at_least(name: str, value: int, smallest: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
+        raise ValueError(
+            f"{name} must be an integer of at least {smallest}, got {value!r}"
+        )
+
+
+def _check_sizes(
+    vocab_size: int, d_model: int, context_length: int, num_heads: int
+) -> None:
+    """Raise unless :class:`TinyAttentionModel`'s sizes make a model."""
+    check_positive(
+        vocab_size=vocab_size,
+        d_model=d_model,
+        context_length=context_length,
+        num_heads=num_heads,
+    )
+    if d_model % num_heads != 0:
+        raise ValueError(
+            f"d_model must be divisible by num_heads, got d_model={d_model} "
+            f"and num_heads={num_heads}"
+        )
+
+
+def _check_flag(name: str, value: bool) -> None:
+    """Raise unless ``value`` is ``True`` or ``False``."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
+def _check_training_args(
+    token_ids: torch.Tensor,
+    targets: torch.Tensor,
+    steps: int,
+    batch_size: int,
+    lr: float,
+) -> None:
+    """Raise unless :func:`train_model`'s arguments fit together."""
+    for name, t in (("token_ids", token_ids), ("targets", targets)):
+        if not isinstance(t, torch.Tensor):
+            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if token_ids.dim() != 2 or token_ids.shape != targets.shape:
+        raise ValueError(
+            "token_ids and targets must both have shape (N, T), got "
+            f"{tuple(token_ids.shape)} and {tuple(targets.shape)}"
+        )
+    check_positive(steps=steps, batch_size=batch_size)
+    if batch_size > len(token_ids):
+        raise ValueError(
+            f"batch_size must be at most the number of sequences, {len(token_ids)}, "
+            f"got {batch_size}"
+        )
+    if not (isinstance(lr, int | float) and lr > 0):
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+
+
+def _check_token_ids(
+    token_ids: torch.Tensor, vocab_size: int, context_length: int | None
+) -> None:
+    """Raise unless ``token_ids`` is a ``(b, T)`` integer tensor that fits the model."""
+    if not isinstance(token_ids, torch.Tensor):
+        raise ValueError(
+            f"token_ids must be a torch.Tensor, got {type(token_ids).__name__}"
+        )
+    if token_ids.dim() != 2:
+        raise ValueError(
+            "token_ids must have 2 dimensions (batch, num_tokens), got "
+            f"{token_ids.dim()} with shape {tuple(token_ids.shape)}"
+        )
+    if token_ids.dtype not in (torch.int64, torch.int32):
+        raise ValueError(
+            f"token_ids must hold integer ids (torch.long), got dtype {token_ids.dtype}"
+        )
+    if context_length is not None and token_ids.shape[1] > context_length:
+        raise ValueError(
+            f"token_ids has {token_ids.shape[1]} tokens but context_length is "
+            f"{context_length}; pass at most {context_length} tokens"
+        )
+    if token_ids.numel() and not (
+        token_ids.min() >= 0 and token_ids.max() < vocab_size
+    ):
+        raise ValueError(
+            f"token ids must lie in [0, {vocab_size}), got values from "
+            f"{token_ids.min().item()} to {token_ids.max().item()}"
+        )

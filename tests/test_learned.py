@@ -1,0 +1,314 @@
+"""Tests for attention.learned: the tiny model trained on "copy the previous token".
+
+The trained models use the exact configuration of the book page
+(book/beyond/attention-that-has-learned.md), trained once per module.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import torch
+
+from attention import (
+    SelfAttention_v2,
+    TinyAttentionModel,
+    attention_weights,
+    order_blind_accuracy,
+    previous_token_data,
+    previous_token_mass,
+    token_accuracy,
+    train_model,
+)
+from attention.learned import IGNORE_INDEX
+
+# The page's configuration.
+VOCAB_SIZE, D_MODEL, CONTEXT_LENGTH, NUM_HEADS = 16, 32, 12, 2
+TRAIN_ARGS = dict(steps=150, batch_size=64, lr=0.5, seed=0)
+
+
+@pytest.fixture(scope="module")
+def data():
+    train = previous_token_data(2000, CONTEXT_LENGTH, VOCAB_SIZE, seed=0)
+    test = previous_token_data(2000, CONTEXT_LENGTH, VOCAB_SIZE, seed=1)
+    return train, test
+
+
+def _trained(data, use_positions):
+    (token_ids, targets), _ = data
+    torch.manual_seed(123)
+    model = TinyAttentionModel(
+        VOCAB_SIZE, D_MODEL, CONTEXT_LENGTH, NUM_HEADS, use_positions=use_positions
+    )
+    losses = train_model(model, token_ids, targets, **TRAIN_ARGS)
+    return model, losses
+
+
+@pytest.fixture(scope="module")
+def trained(data):
+    return _trained(data, use_positions=True)
+
+
+@pytest.fixture(scope="module")
+def trained_no_pos(data):
+    return _trained(data, use_positions=False)
+
+
+# --- the data -----------------------------------------------------------------
+
+
+def test_targets_are_the_previous_tokens():
+    token_ids, targets = previous_token_data(50, 9, vocab_size=7, seed=3)
+    assert token_ids.shape == targets.shape == (50, 9)
+    assert token_ids.dtype == torch.long
+    assert (targets[:, 0] == IGNORE_INDEX).all()
+    assert torch.equal(targets[:, 1:], token_ids[:, :-1])
+    assert token_ids.min() >= 0 and token_ids.max() < 7
+
+
+def test_data_is_seeded():
+    a = previous_token_data(20, 5, vocab_size=10, seed=4)
+    b = previous_token_data(20, 5, vocab_size=10, seed=4)
+    c = previous_token_data(20, 5, vocab_size=10, seed=5)
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[0], c[0])
+
+
+# --- the model ----------------------------------------------------------------
+
+
+def test_model_shapes_and_shorter_sequences():
+    torch.manual_seed(0)
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
+    assert model(torch.zeros(3, 6, dtype=torch.long)).shape == (3, 6, 10)
+    assert model(torch.zeros(2, 4, dtype=torch.long)).shape == (2, 4, 10)
+
+
+def test_model_uses_the_packages_multihead_attention():
+    from attention import MultiHeadAttention
+
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
+    assert type(model.attn) is MultiHeadAttention
+    assert model.attn.num_heads == 2 and model.attn.dropout.p == 0.0
+    assert TinyAttentionModel(10, 8, 6, 2, use_positions=False).pos_emb is None
+
+
+def test_position_embeddings_are_added_to_token_embeddings():
+    torch.manual_seed(0)
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2).eval()
+    token_ids = torch.tensor([[1, 2, 3, 4]])
+    x = model.tok_emb(token_ids) + model.pos_emb.weight[:4]  # (1, 4, 8)
+    expected = model.out_head(model.attn(x))
+    torch.testing.assert_close(model(token_ids), expected)
+
+
+# --- reading the weights --------------------------------------------------------
+
+
+def test_attention_weights_match_a_manual_computation_and_unhook():
+    torch.manual_seed(1)
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2).eval()
+    token_ids = torch.tensor([[1, 2, 3, 4, 5], [5, 5, 0, 9, 1]])
+    weights = attention_weights(model, token_ids)
+
+    mha = model.attn
+    x = model.tok_emb(token_ids) + model.pos_emb.weight[:5]  # (2, 5, 8)
+    q = mha.W_query(x).view(2, 5, 2, 4).transpose(1, 2)  # (2, 2, 5, 4)
+    k = mha.W_key(x).view(2, 5, 2, 4).transpose(1, 2)  # (2, 2, 5, 4)
+    scores = (q @ k.transpose(2, 3)) / 4**0.5  # (2, 2, 5, 5)
+    scores = scores.masked_fill(torch.ones(5, 5).triu(1).bool(), -torch.inf)
+    torch.testing.assert_close(weights, torch.softmax(scores, dim=-1))
+    assert not mha.dropout._forward_hooks, "the hook was not removed"
+
+
+def test_hook_is_removed_when_the_forward_pass_fails():
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
+    with pytest.raises(ValueError):
+        attention_weights(model, torch.zeros(1, 7, dtype=torch.long))  # too long
+    assert not model.attn.dropout._forward_hooks
+
+
+def test_previous_token_mass_reads_the_diagonal_below_the_main_one():
+    weights = torch.zeros(2, 3, 4, 4)
+    weights[:, 0] = torch.eye(4).roll(-1, dims=1).tril()  # key i - 1, row 0 -> 0
+    weights[:, 1] = torch.eye(4)  # itself
+    weights[0, 2, 1:] = torch.eye(4).roll(-1, dims=1)[1:]  # previous, sequence 0
+    weights[1, 2] = torch.eye(4)  # itself, sequence 1
+    torch.testing.assert_close(previous_token_mass(weights), torch.tensor([1, 0, 0.5]))
+
+
+# --- training, with the page's numbers ------------------------------------------
+
+
+def test_training_drives_the_loss_down(trained):
+    model, losses = trained
+    assert len(losses) == TRAIN_ARGS["steps"]
+    assert losses[0] > 2.6  # about ln 16 = 2.77: no knowledge yet
+    assert losses[-1] < 0.01
+    assert not model.training
+
+
+def test_training_is_deterministic(data):
+    (token_ids, targets), _ = data
+    runs = []
+    for _ in range(2):
+        torch.manual_seed(7)
+        model = TinyAttentionModel(VOCAB_SIZE, 16, CONTEXT_LENGTH, NUM_HEADS)
+        runs.append(train_model(model, token_ids, targets, steps=5, batch_size=8))
+    assert runs[0] == runs[1]
+
+
+def test_a_head_learns_to_look_at_the_previous_token(trained, data):
+    model, _ = trained
+    _, (test_ids, test_targets) = data
+    mass = previous_token_mass(attention_weights(model, test_ids))
+    assert mass.max() > 0.9
+    assert token_accuracy(model, test_ids, test_targets) > 0.99
+
+
+def test_untrained_heads_do_not_look_at_the_previous_token(data):
+    _, (test_ids, _) = data
+    torch.manual_seed(123)
+    model = TinyAttentionModel(VOCAB_SIZE, D_MODEL, CONTEXT_LENGTH, NUM_HEADS)
+    assert previous_token_mass(attention_weights(model, test_ids)).max() < 0.4
+
+
+def test_without_positions_the_model_stays_order_blind(trained_no_pos, data):
+    model, losses = trained_no_pos
+    _, (test_ids, test_targets) = data
+    accuracy = token_accuracy(model, test_ids, test_targets)
+    ceiling = order_blind_accuracy(test_ids, VOCAB_SIZE)
+    # No order-blind model can beat the ceiling (up to sampling noise) ...
+    assert accuracy < ceiling + 0.02
+    assert accuracy < 0.45 and losses[-1] > 1.4
+    # ... and attention to key i - 1 stays near what uniform rows give (0.19).
+    assert previous_token_mass(attention_weights(model, test_ids)).max() < 0.3
+
+
+# --- permutations ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("i", range(1, CONTEXT_LENGTH))
+def test_without_positions_output_i_ignores_the_order_before_i(trained_no_pos, i):
+    model, _ = trained_no_pos
+    g = torch.Generator().manual_seed(i)
+    x = torch.randint(VOCAB_SIZE, (4, CONTEXT_LENGTH), generator=g)
+    shuffled = x.clone()
+    shuffled[:, :i] = x[:, torch.randperm(i, generator=g)]
+    with torch.no_grad():
+        torch.testing.assert_close(model(shuffled)[:, i], model(x)[:, i])
+
+
+def test_with_positions_output_i_follows_the_order_before_i(trained):
+    model, _ = trained
+    x = torch.arange(CONTEXT_LENGTH).unsqueeze(0)  # all tokens different
+    for i in range(2, CONTEXT_LENGTH):
+        reversed_x = x.clone()
+        reversed_x[0, :i] = x[0, :i].flip(0)
+        with torch.no_grad():
+            assert model(reversed_x)[0, i].argmax() == 0  # token 0 is now at i - 1
+            assert model(x)[0, i].argmax() == i - 1
+
+
+def test_attention_without_positions_or_mask_is_permutation_equivariant():
+    torch.manual_seed(0)
+    sa = SelfAttention_v2(d_in=8, d_out=5)
+    x = torch.randn(7, 8)
+    perm = torch.randperm(7)
+    torch.testing.assert_close(sa(x[perm]), sa(x)[perm])
+
+
+# --- the order-blind ceiling ------------------------------------------------------
+
+
+def _best_guess_by_enumeration(prefix: list[int]) -> float:
+    """P(the most frequent token is the last), over all orders of ``prefix``."""
+    orders = list(itertools.permutations(prefix))
+    guess = max(set(prefix), key=prefix.count)
+    return sum(order[-1] == guess for order in orders) / len(orders)
+
+
+def test_order_blind_accuracy_matches_enumeration():
+    token_ids = torch.tensor([[0, 1, 1, 2, 1, 0], [3, 3, 3, 0, 2, 2]])
+    expected = [
+        _best_guess_by_enumeration(row[:i].tolist())
+        for row in token_ids
+        for i in range(1, token_ids.shape[1])
+    ]
+    assert order_blind_accuracy(token_ids, vocab_size=4) == pytest.approx(
+        sum(expected) / len(expected)
+    )
+
+
+# --- bad arguments --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"vocab_size": 0}, "vocab_size must be a positive integer, got 0"),
+        ({"d_model": 30, "num_heads": 4}, "d_model must be divisible by num_heads"),
+        ({"context_length": 0}, "context_length must be a positive integer"),
+        ({"num_heads": 0}, "num_heads must be a positive integer"),
+        ({"use_positions": "no"}, "use_positions must be True or False, got 'no'"),
+    ],
+)
+def test_bad_model_arguments(kwargs, message):
+    args = {"vocab_size": 10, "d_model": 8, "context_length": 6, "num_heads": 2}
+    with pytest.raises(ValueError, match=message):
+        TinyAttentionModel(**(args | kwargs))
+
+
+@pytest.mark.parametrize(
+    ("token_ids", "message"),
+    [
+        ([[1, 2]], "token_ids must be a torch.Tensor, got list"),
+        (torch.zeros(2, 3, 4, dtype=torch.long), "must have 2 dimensions"),
+        (torch.zeros(1, 3), "integer ids .* got dtype torch.float32"),
+        (torch.zeros(1, 7, dtype=torch.long), "7 tokens but context_length is 6"),
+        (torch.tensor([[1, 10]]), r"must lie in \[0, 10\), got values from 1 to 10"),
+        (torch.tensor([[-1, 2]]), r"must lie in \[0, 10\), got values from -1 to 2"),
+    ],
+)
+def test_bad_token_ids(token_ids, message):
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
+    with pytest.raises(ValueError, match=message):
+        model(token_ids)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((0, 5, 10), "num_sequences must be a positive integer"),
+        ((4, 1, 10), "context_length must be an integer of at least 2, got 1"),
+        ((4, 5, 1), "vocab_size must be an integer of at least 2, got 1"),
+    ],
+)
+def test_bad_data_arguments(args, message):
+    with pytest.raises(ValueError, match=message):
+        previous_token_data(*args)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"steps": 0}, "steps must be a positive integer"),
+        ({"batch_size": 9}, "batch_size must be at most the number of sequences, 8"),
+        ({"lr": 0.0}, "lr must be a positive number, got 0.0"),
+        ({"targets": torch.zeros(8, 4, dtype=torch.long)}, r"\(8, 5\) and \(8, 4\)"),
+    ],
+)
+def test_bad_training_arguments(overrides, message):
+    token_ids, targets = previous_token_data(8, 5, vocab_size=10)
+    kwargs = {"targets": targets, "steps": 1, "batch_size": 4} | overrides
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
+    with pytest.raises(ValueError, match=message):
+        train_model(model, token_ids, **kwargs)
+
+
+def test_bad_weights_and_ceiling_arguments():
+    with pytest.raises(ValueError, match=r"\(b, h, T, T\) with T >= 2"):
+        previous_token_mass(torch.ones(2, 3, 3))
+    with pytest.raises(ValueError, match="at least 2 tokens per sequence"):
+        order_blind_accuracy(torch.zeros(3, 1, dtype=torch.long), vocab_size=4)
