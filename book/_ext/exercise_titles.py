@@ -14,13 +14,21 @@ runs after sphinx-exercise has resolved both titles (its priorities 20 and
 21) and drops the parentheses, so the two read "Exercise 3.1: Compare ..."
 and "Solution to Exercise 3.1: Compare ...". Numbered exercises, whose
 number Sphinx adds while writing HTML, are left alone.
+
+The title's text is a message of the page's catalog, so the 简体中文 edition
+reads "练习 3.1：...". sphinx-exercise keeps it in a node that Sphinx does not
+translate; :class:`SubtitleMessages` puts an invisible ``subtitle_message``
+beside it before Sphinx's ``Locale`` transform, and
+:class:`ApplySubtitleTranslations` writes the translation back after it.
 """
 
 from __future__ import annotations
 
 from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx_exercise.nodes import exercise_node, solution_node
+from sphinx_exercise.nodes import exercise_node, exercise_subtitle, solution_node
 
 OPEN, CLOSE = " (", ")"
 
@@ -34,8 +42,7 @@ def _unwrap(parent: nodes.Element) -> bool:
         if (
             isinstance(child, nodes.Text)
             and str(child) == OPEN
-            and isinstance(before, nodes.Text)
-            and str(before).endswith("Exercise")
+            and isinstance(before, nodes.Text)  # "Exercise", or its translation
             and isinstance(children[-1], nodes.Text)
             and str(children[-1]) == CLOSE
         ):
@@ -58,6 +65,51 @@ class UnwrapExerciseSubtitles(SphinxPostTransform):
                 _unwrap(ref)
 
 
+class subtitle_message(nodes.Element, addnodes.translatable):
+    """The text of the exercise title before it; never written out."""
+
+    def preserve_original_messages(self) -> None:
+        self.setdefault("original_message", self["message"])
+
+    def apply_translated_message(self, original: str, translated: str) -> None:
+        self["translation"] = translated
+
+    def extract_original_messages(self) -> list[str]:
+        return [self["original_message"]]
+
+
+class SubtitleMessages(SphinxTransform):
+    default_priority = 5  # before Sphinx's Locale transform (20)
+
+    def apply(self, **kwargs) -> None:
+        for subtitle in list(self.document.findall(exercise_subtitle)):
+            marker = subtitle_message(message=subtitle.astext())
+            marker.source, marker.line = subtitle.source, subtitle.line
+            title = subtitle.parent  # the exercise's title, inside the exercise
+            title.parent.insert(title.parent.index(title) + 1, marker)
+
+
+class ApplySubtitleTranslations(SphinxTransform):
+    default_priority = 21  # right after Locale
+
+    def apply(self, **kwargs) -> None:
+        for marker in self.document.findall(subtitle_message):
+            if not marker.get("translation"):
+                continue
+            title = marker.parent[marker.parent.index(marker) - 1]
+            for subtitle in title.findall(exercise_subtitle):
+                subtitle.children = []
+                subtitle += nodes.Text(marker["translation"])
+
+
+def _skip(self, node) -> None:
+    raise nodes.SkipNode
+
+
 def setup(app):
+    skip = (_skip, None)
+    app.add_node(subtitle_message, html=skip, latex=skip, text=skip, man=skip)
+    app.add_transform(SubtitleMessages)
+    app.add_transform(ApplySubtitleTranslations)
     app.add_post_transform(UnwrapExerciseSubtitles)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

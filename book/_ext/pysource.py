@@ -199,7 +199,7 @@ class PySource(SphinxDirective):
     def _wrap(self, block: nodes.literal_block, caption: str) -> list[nodes.Node]:
         """The block under a caption that Sphinx's figure counter does not number."""
         parsed, messages = self.state.inline_text(caption, self.lineno)
-        title = nodes.paragraph("", "", *parsed, classes=["pysource-caption"])
+        title = nodes.paragraph(caption, "", *parsed, classes=["pysource-caption"])
         wrapper = nodes.container(
             "", title, block, classes=["literal-block-wrapper", "pysource-listing"]
         )
