@@ -8,6 +8,7 @@ BUILDDIR   ?= _build
 SPHINXOPTS ?= -n -W --keep-going
 SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 CHROMIUM   := /usr/bin/chromium
+FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 STAMP      := $(VENV)/.installed
 
 .PHONY: html test lint unit site bench clean serve repro html-zh update-po
@@ -16,7 +17,8 @@ STAMP      := $(VENV)/.installed
 # configuration or the installed tools (a folder's time changes when a file
 # in it is added or removed). Sphinx then re-reads only what changed.
 SOURCES := conf.py $(shell find book attention -not -path '*/__pycache__*' \
-             -not -name '*.mo' -not -name '*.pyc')
+             -not -path 'book/locales*' -not -name '*.pyc')
+LOCALES := $(shell find book/locales -not -name '*.mo')
 BUILT   := $(BUILDDIR)/html/.built
 # The 简体中文 edition (see below).
 ZH       := zh_CN
@@ -35,11 +37,12 @@ $(BUILT): $(STAMP) $(SOURCES)
 # -- 简体中文 edition ---------------------------------------------------------------
 # Built by `make html` into $(BUILDDIR)/html/zh_CN (same page paths), with its
 # own doctrees, after the English edition, whose execution cache it reads (it
-# executes nothing). The catalogs are in book/locales, so they are SOURCES too.
+# executes nothing). It also depends on the catalogs in book/locales, which
+# the English edition does not read.
 
 html-zh: $(ZH_BUILT)
 
-$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES)
+$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES)
 	$(SPHINX_ZH) book $(ZH_OUT)
 	touch $@
 
@@ -61,7 +64,7 @@ lint: $(STAMP)
 unit: $(STAMP)
 	$(BIN)/python -m pytest -m "not site and not browser and not slow" -q
 
-site: $(STAMP) $(CHROMIUM)
+site: $(STAMP) $(CHROMIUM) $(FONTS_CJK)
 	BUILDDIR=$(BUILDDIR) $(BIN)/python -m pytest -m "site or browser or slow" -q tests
 
 # Two clean builds must print the same cell outputs (cells tagged
@@ -91,3 +94,8 @@ $(STAMP): requirements.txt pyproject.toml
 # The browser tests drive Debian's Chromium; install it once if it is missing.
 $(CHROMIUM):
 	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
+
+# Chinese glyphs for the screenshots of the 简体中文 edition (the site itself
+# ships no fonts: readers' systems have their own).
+$(FONTS_CJK):
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk

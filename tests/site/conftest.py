@@ -4,6 +4,12 @@ The ``site`` and ``browser`` tests read ``$BUILDDIR/html`` (``BUILDDIR``
 defaults to ``_build``, relative to the repository's root), the output of
 ``make html``. A missing build is a failure, never a skip: a green ``make
 site`` must mean that a site was there and was checked.
+
+``make html`` builds two editions, English at ``$BUILDDIR/html`` and
+简体中文 at ``$BUILDDIR/html/zh_CN``. The ``site`` fixture is parametrized
+over both, so every site, browser, offline and accessibility test runs on
+each (test ids end in ``[en]`` or ``[zh_CN]``); ``english`` is the English
+edition alone, for tests that compare the two.
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ ROOT = Path(__file__).resolve().parents[2]
 GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
 # Folders of the site that hold another edition (book/_ext/i18n_site.py).
 EDITIONS = {"zh_CN"}
+# Every edition the tests check: its name, and its folder inside the site.
+EDITION_FOLDERS = {"en": "", "zh_CN": "zh_CN"}
 
 
 def build_dir() -> Path:
@@ -32,9 +40,10 @@ def build_dir() -> Path:
 class Page:
     """One built HTML file, parsed once and shared by every test."""
 
-    def __init__(self, path: Path, site: Path):
+    def __init__(self, path: Path, site: Path, notebooks: Path):
         self.path = path
         self.site = site
+        self.notebooks = notebooks  # where myst-nb saved the executed pages
 
     def __repr__(self) -> str:
         return f"Page({self.rel!r})"
@@ -74,9 +83,7 @@ class Page:
         <page>.ipynb`` while Sphinx reads it. Asking the page's source instead
         would be wrong when the source changed after the build read it.)
         """
-        return (
-            self.site.parent / "jupyter_execute" / f"{self.docname}.ipynb"
-        ).is_file()
+        return (self.notebooks / f"{self.docname}.ipynb").is_file()
 
     def resolve(self, url: str) -> Path:
         """The file a relative URL on this page points to."""
@@ -85,12 +92,22 @@ class Page:
 
 
 class Site:
-    """The built site: ``$BUILDDIR/html`` and its parsed pages."""
+    """One edition of the built site and its parsed pages.
 
-    def __init__(self, html: Path):
+    English is ``$BUILDDIR/html`` with its notebooks in
+    ``$BUILDDIR/jupyter_execute``; another edition is ``$BUILDDIR/html/<lang>``
+    with ``$BUILDDIR/jupyter_execute-<lang>``.
+    """
+
+    def __init__(self, html: Path, edition: str = "en", build: Path | None = None):
         self.html = html
-        self.build = html.parent
-        self.pages = [Page(p, html) for p in sorted(html.rglob("*.html"))]
+        self.edition = edition
+        self.build = build or html.parent
+        suffix = "" if edition == "en" else f"-{edition}"
+        self.notebooks = self.build / f"jupyter_execute{suffix}"
+        self.pages = [
+            Page(p, html, self.notebooks) for p in sorted(html.rglob("*.html"))
+        ]
         self.pages = [p for p in self.pages if not p.rel.startswith("_static/")]
         # Other editions live in folders of the site (zh_CN/): not its pages.
         self.pages = [p for p in self.pages if p.rel.split("/")[0] not in EDITIONS]
@@ -106,13 +123,24 @@ class Site:
         return [p for p in self.pages if p.is_book_page]
 
 
-@pytest.fixture(scope="session")
-def site() -> Site:
-    html = build_dir() / "html"
+def load_site(edition: str) -> Site:
+    html = build_dir() / "html" / EDITION_FOLDERS[edition]
     if not (html / "index.html").is_file():
         pytest.fail(
             f"No built site at {html} (index.html is missing). Run `make html` "
             "first, or set BUILDDIR to the build folder that holds html/.",
             pytrace=False,
         )
-    return Site(html)
+    return Site(html, edition, build_dir())
+
+
+@pytest.fixture(scope="session", params=list(EDITION_FOLDERS))
+def site(request) -> Site:
+    """Each edition of the built site in turn."""
+    return load_site(request.param)
+
+
+@pytest.fixture(scope="session")
+def english() -> Site:
+    """The English edition alone."""
+    return load_site("en")

@@ -8,7 +8,8 @@ Every request to another origin is aborted and recorded.
 
 One module fixture visits each page once and records what happened; the tests
 below each check one promise over all pages, so a failure lists every page
-that breaks it. Screenshots go to ``$BUILDDIR/screenshots/<page>.png`` (1280
+that breaks it. Runs on each edition. Screenshots go to
+``$BUILDDIR/screenshots/<edition>/<page>.png`` (1280
 pixels wide) and, for the chapter's pages, ``<page>-phone.png`` (390 wide).
 
 axe-core (the copy inside the ``axe-playwright-python`` package, injected into
@@ -16,7 +17,7 @@ the page, so nothing is fetched) checks every page in the light and in the dark
 colour scheme, after its math is typeset and its solutions are opened, with
 the mouse off the page and transitions finished; then the colour contrast of
 the page's first link once more with the mouse on it (the theme's hover colour).
-Every violation it finds is written to ``$BUILDDIR/axe.json``; the test fails
+Every violation it finds is written to ``$BUILDDIR/axe-<edition>.json``; the test fails
 on the serious and critical ones.
 """
 
@@ -278,7 +279,7 @@ def check_download(tab, visit: Visit, click: bool):
 
 @pytest.fixture(scope="module")
 def visits(site, origin) -> list[Visit]:
-    shots = site.build / "screenshots"
+    shots = site.build / "screenshots" / site.edition
     shutil.rmtree(shots, ignore_errors=True)
     pages = [p for p in site.pages if not p.rel.startswith("_modules/")]
     clicked_a_download = False
@@ -311,7 +312,9 @@ def visits(site, origin) -> list[Visit]:
         finally:
             browser.close()
     report = {v.page.rel: v.axe for v in result}
-    (site.build / "axe.json").write_text(json.dumps(report, indent=1), "utf-8")
+    (site.build / f"axe-{site.edition}.json").write_text(
+        json.dumps(report, indent=1), "utf-8"
+    )
     return result
 
 

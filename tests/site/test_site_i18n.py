@@ -15,6 +15,7 @@ import copy
 import functools
 import json
 import re
+import subprocess
 import sys
 import threading
 import tokenize
@@ -24,7 +25,7 @@ from urllib.parse import quote
 
 import nbformat
 import pytest
-from conftest import ROOT, Site
+from conftest import ROOT, Site, load_site
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
@@ -37,18 +38,13 @@ CODE = "div[class*='highlight-'] pre"
 
 
 @pytest.fixture(scope="session")
-def zh(site) -> Site:
-    html = site.html / ZH
-    if not (html / "index.html").is_file():
-        pytest.fail(
-            f"No Chinese edition at {html}; `make html` builds it.", pytrace=False
-        )
-    return Site(html)
+def zh() -> Site:
+    return load_site(ZH)
 
 
-def _pairs(site, zh):
+def _pairs(english, zh):
     zh_pages = {p.rel: p for p in zh.pages}
-    return [(p, zh_pages[p.rel]) for p in site.pages if p.rel in zh_pages]
+    return [(p, zh_pages[p.rel]) for p in english.pages if p.rel in zh_pages]
 
 
 def _is_code(pre) -> bool:
@@ -62,8 +58,8 @@ def _python(pre) -> bool:
 
 
 @pytest.mark.site
-def test_both_editions_have_the_same_pages(site, zh):
-    en_pages = {p.rel for p in site.pages}
+def test_both_editions_have_the_same_pages(english, zh):
+    en_pages = {p.rel for p in english.pages}
     zh_pages = {p.rel for p in zh.pages}
     assert en_pages == zh_pages, (
         f"only in English: {sorted(en_pages - zh_pages)}; "
@@ -73,10 +69,53 @@ def test_both_editions_have_the_same_pages(site, zh):
 
 
 @pytest.mark.site
-def test_html_lang(site, zh):
+def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
+    """No English edit is left out of the catalogs (`make update-po` forgotten).
+
+    The gettext builder reads the pages as they are now, through the build's
+    execution cache (it executes nothing); every message it finds must be in
+    its page's catalog, translated and not fuzzy, or the Chinese edition
+    would show it in English.
+    """
+    from babel.messages.pofile import read_po
+    from conftest import build_dir
+
+    python = ROOT / ".venv" / "bin" / "python"
+    command = [
+        str(python if python.exists() else sys.executable), "-m", "sphinx",
+        "-b", "gettext", "-c", ".", "-q",
+        # doctrees inside the build folder: conf.py then finds its cache
+        "-d", str(build_dir() / "doctrees-gettext-check"),
+        "book", str(tmp_path / "gettext"),
+    ]  # fmt: skip
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    catalogs = ROOT / "book" / "locales" / ZH / "LC_MESSAGES"
+    left = []
+    for pot in sorted((tmp_path / "gettext").rglob("*.pot")):
+        page = pot.relative_to(tmp_path / "gettext").with_suffix(".po")
+        po = catalogs / page
+        translated = {}
+        if po.is_file():
+            with po.open("rb") as f:
+                translated = {
+                    m.id: m.string for m in read_po(f) if m.id and not m.fuzzy
+                }
+        with pot.open("rb") as f:
+            for message in read_po(f):
+                if message.id and not translated.get(message.id):
+                    left.append(f"{page}: {' '.join(str(message.id).split())[:90]}")
+    assert not left, (
+        "messages of the English pages that the Chinese edition shows in "
+        "English (run `make update-po`, then translate):\n" + "\n".join(left[:40])
+    )
+
+
+@pytest.mark.site
+def test_html_lang(english, zh):
     wrong = [
         f"{edition.html.name}/{p.rel}: lang={p.soup.html.get('lang')!r}"
-        for edition, lang in ((site, "en"), (zh, "zh-CN"))
+        for edition, lang in ((english, "en"), (zh, "zh-CN"))
         for p in edition.pages
         if p.soup.html.get("lang") != lang
     ]
@@ -84,9 +123,9 @@ def test_html_lang(site, zh):
 
 
 @pytest.mark.site
-def test_language_switch_leads_to_the_same_page(site, zh):
+def test_language_switch_leads_to_the_same_page(english, zh):
     problems = []
-    for edition, other in ((site, zh), (zh, site)):
+    for edition, other in ((english, zh), (zh, english)):
         for page in edition.pages:
             links = page.soup.select("nav.language-switch a[hreflang]")
             if len(links) != 1:
@@ -102,18 +141,18 @@ def test_language_switch_leads_to_the_same_page(site, zh):
 
 
 @pytest.mark.site
-def test_no_stray_notebook_folder_in_the_sites(site, zh):
-    for html in (site.html, zh.html):
+def test_no_stray_notebook_folder_in_the_sites(english, zh):
+    for html in (english.html, zh.html):
         assert not (html / "jupyter_execute").exists(), (
             f"{html / 'jupyter_execute'}: myst-nb's output folder landed in a site"
         )
 
 
 @pytest.mark.site
-def test_code_is_identical_once_comments_are_removed(site, zh):
+def test_code_is_identical_once_comments_are_removed(english, zh):
     problems = []
     translated_blocks = 0
-    for en, cn in _pairs(site, zh):
+    for en, cn in _pairs(english, zh):
         en_code = [pre for pre in en.article.select(CODE) if _is_code(pre)]
         zh_code = [pre for pre in cn.article.select(CODE) if _is_code(pre)]
         if len(en_code) != len(zh_code):
@@ -152,9 +191,9 @@ def _outputs(page) -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.site
-def test_outputs_are_identical(site, zh):
+def test_outputs_are_identical(english, zh):
     problems = []
-    for en, cn in _pairs(site, zh):
+    for en, cn in _pairs(english, zh):
         a, b = _outputs(en), _outputs(cn)
         if len(a) != len(b):
             problems.append(f"{en.rel}: {len(a)} vs {len(b)} outputs")
@@ -213,9 +252,9 @@ def _notebook(html: Path, page) -> nbformat.NotebookNode:
 
 
 @pytest.mark.site
-def test_notebook_downloads_carry_the_chinese_text(site, zh):
+def test_notebook_downloads_carry_the_chinese_text(english, zh):
     rel = "chapter3/3-5-causal-attention.html"
-    en_nb = _notebook(site.html, site.page(rel))
+    en_nb = _notebook(english.html, english.page(rel))
     zh_nb = _notebook(zh.html, zh.page(rel))
     assert len(en_nb.cells) == len(zh_nb.cells)
     zh_markdown = "\n".join(c.source for c in zh_nb.cells if c.cell_type == "markdown")
@@ -247,11 +286,11 @@ class _Quiet(SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def browser_tab(site):
+def browser_tab(english):
     from playwright.sync_api import sync_playwright
     from test_site_browser import CHROMIUM, CHROMIUM_ARGS
 
-    handler = functools.partial(_Quiet, directory=str(site.html))
+    handler = functools.partial(_Quiet, directory=str(english.html))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     origin = f"http://127.0.0.1:{server.server_address[1]}"

@@ -4,7 +4,9 @@ Every page that imports ``attention`` depends on the package's files (conf.py
 calls ``env.note_dependency``), so Sphinx reads it again when the package
 changes; myst-nb's execution cache is kept for one package digest and emptied when
 the digest changes, so a changed package finds no old outputs and the page runs again,
-while any other re-read (a prose edit) finds its outputs in the cache. These
+while any other re-read (a prose edit) finds its outputs in the cache. The
+简体中文 edition, built after each English build as ``make html`` does,
+shares that cache: it shows the same outputs and executes nothing. These
 tests prove it on a small copy of the project in a temporary
 folder: the real conf.py, package and extensions, and a three-page book
 written here (a page that imports ``attention``, a page that does not, and
@@ -30,9 +32,13 @@ pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"
-# The Makefile's command: sphinx-build -b html -c . -d <doctrees> -n -W --keep-going
+# The Makefile's commands: sphinx-build -b html -c . -d <doctrees> -n -W
+# --keep-going, for English and then for the Chinese edition.
 SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
 SPHINX += ["-n", "-W", "--keep-going", "book", "_build/html"]
+SPHINX_ZH = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees-zh_CN"]
+SPHINX_ZH += ["-D", "language=zh_CN", "-n", "-W", "--keep-going"]
+SPHINX_ZH += ["book", "_build/html/zh_CN"]
 
 FRONT_MATTER = """\
 ---
@@ -141,7 +147,7 @@ _EXECUTING = re.compile(r"^(\S+)\.md: Executing notebook", re.MULTILINE)
 class Build:
     """What one sphinx-build run did, from its log, and the HTML it left."""
 
-    def __init__(self, project: Path, log: str):
+    def __init__(self, project: Path, log: str, edition: str = "en"):
         self.log = log
         counts = _ENVIRONMENT.search(log)
         assert counts, f"no 'updating environment' line in the log:\n{log}"
@@ -149,16 +155,18 @@ class Build:
         self.read = set(_READING.findall(log))
         book = (project / "book").as_posix() + "/"
         self.executed = {p.removeprefix(book) for p in _EXECUTING.findall(log)}
-        self.outputs = project / "_build" / "jupyter_execute"
-        html = project / "_build" / "html"
+        suffix = "" if edition == "en" else f"-{edition}"
+        self.outputs = project / "_build" / f"jupyter_execute{suffix}"
+        html = project / "_build" / "html" / ("" if edition == "en" else edition)
         self.html = {p.stem: p.read_text("utf-8") for p in html.glob("*.html")}
+        self.zh: Build | None = None  # the Chinese build that followed
 
 
 def make_project(folder: Path) -> Path:
     """A copy of the project with the reduced book, the probe saying "alpha"."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "attention", folder / "attention", ignore=ignore)
-    for part in ("_ext", "_static"):  # the book's build machinery, no pages
+    for part in ("_ext", "_static", "_templates"):  # build machinery, no pages
         shutil.copytree(ROOT / "book" / part, folder / "book" / part, ignore=ignore)
     for name in ("conf.py", "pyproject.toml"):
         shutil.copy2(ROOT / name, folder / name)
@@ -175,8 +183,8 @@ def set_probe(project: Path, word: str) -> None:
     data.write_text(original + PROBE.format(word), "utf-8")
 
 
-def sphinx(project: Path) -> subprocess.Popen:
-    """Start the Makefile's sphinx-build in ``project``."""
+def sphinx(project: Path, command: list[str] = SPHINX) -> subprocess.Popen:
+    """Start one of the Makefile's sphinx-build commands in ``project``."""
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
     env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
     # The kernel must import the copy's package, not the editable install.
@@ -184,7 +192,7 @@ def sphinx(project: Path) -> subprocess.Popen:
         filter(None, [str(project), env.get("PYTHONPATH")])
     )
     return subprocess.Popen(
-        [str(python), *SPHINX],
+        [str(python), *command],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,
@@ -193,14 +201,17 @@ def sphinx(project: Path) -> subprocess.Popen:
     )
 
 
-def finish(project: Path, process: subprocess.Popen) -> Build:
+def finish(project: Path, process: subprocess.Popen, edition: str = "en") -> Build:
     log, _ = process.communicate(timeout=300)
     assert process.returncode == 0, f"sphinx-build failed in {project}:\n{log}"
-    return Build(project, log)
+    return Build(project, log, edition)
 
 
 def build(project: Path) -> Build:
-    return finish(project, sphinx(project))
+    """The English build, then the Chinese one (kept as ``.zh``), as make does."""
+    english = finish(project, sphinx(project))
+    english.zh = finish(project, sphinx(project, SPHINX_ZH), "zh_CN")
+    return english
 
 
 def build_step_by_step(project: Path, snapshot: Path) -> dict[str, Build]:
@@ -226,7 +237,7 @@ def build_step_by_step(project: Path, snapshot: Path) -> dict[str, Build]:
 def builds(tmp_path_factory) -> dict[str, Build]:
     project = make_project(tmp_path_factory.mktemp("book"))
     twin = make_project(tmp_path_factory.mktemp("twin"))
-    twin_build = sphinx(twin)  # a second clean build, alongside the steps
+    twin_build = sphinx(twin)  # a second clean English build, beside the steps
     try:
         snapshot = tmp_path_factory.mktemp("clean") / "jupyter_execute"
         steps = build_step_by_step(project, snapshot)
@@ -284,6 +295,28 @@ def test_editing_prose_reads_that_page_and_executes_nothing(builds):
     assert "Using cached notebook" in edited.log
     assert "as ever" in edited.html["uses-package"]
     assert "probe says alpha" in edited.html["uses-package"]
+
+
+STEPS = ["clean", "unchanged", "package changed", "package reverted",
+         "page edited", "prose edited"]  # fmt: skip
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_the_chinese_edition_shows_the_same_outputs_and_executes_nothing(builds, step):
+    english, chinese = builds[step], builds[step].zh
+    assert chinese.executed == set(), chinese.log
+    assert chinese.read == english.read, chinese.log  # the same pages, re-read
+    for word in ("alpha", "beta"):
+        shown = f"probe says {word}"
+        assert (shown in chinese.html["uses-package"]) == (
+            shown in english.html["uses-package"]
+        ), step
+
+
+def test_a_package_change_reaches_the_chinese_edition(builds):
+    chinese = builds["package changed"].zh
+    assert chinese.read == {"uses-package"}, chinese.log
+    assert "probe says beta" in chinese.html["uses-package"]
 
 
 def test_prints_are_neither_cut_nor_repeated(builds):
