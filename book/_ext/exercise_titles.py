@@ -60,8 +60,18 @@ class UnwrapExerciseSubtitles(SphinxPostTransform):
         # exercise_node is the unnumbered kind (``:nonumber:``).
         for exercise in self.document.findall(exercise_node):
             _unwrap(exercise.children[0])
+        # A solution's title repeats its exercise's title from the source:
+        # give it the translation too (a no-op in English).
+        translated = {
+            marker["message"]: marker["translation"]
+            for marker in self.document.findall(subtitle_message)
+            if marker.get("translation")
+        }
         for solution in self.document.findall(solution_node):
             for ref in solution.children[0].findall(nodes.reference):
+                for text in list(ref.findall(nodes.Text)):
+                    if str(text) in translated:
+                        text.parent.replace(text, nodes.Text(translated[str(text)]))
                 _unwrap(ref)
 
 
