@@ -118,6 +118,8 @@ html_theme_options = {
 html_context = {"default_mode": "auto"}
 html_static_path = ["book/_static"]  # relative to this file
 html_css_files = ["book.css"]
+# Wide code blocks take the keyboard focus even when they appear later.
+html_js_files = ["focusable-scroll.js"]
 html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. "

@@ -12,7 +12,8 @@ argument in parentheses, so the box reads "Exercise (3.1: Compare ...)" and
 its solution "Solution to Exercise (3.1: Compare ...)". This post-transform
 runs after sphinx-exercise has resolved both titles (its priorities 20 and
 21) and drops the parentheses, so the two read "Exercise 3.1: Compare ..."
-and "Solution to Exercise 3.1: Compare ...". Numbered exercises, whose
+and "Solution to Exercise 3.1: Compare ..." (as plain text: a link there
+would swallow the click that opens the solution). Numbered exercises, whose
 number Sphinx adds while writing HTML, are left alone.
 
 The title's text is a message of the page's catalog, so the 简体中文 edition
@@ -68,11 +69,15 @@ class UnwrapExerciseSubtitles(SphinxPostTransform):
             if marker.get("translation")
         }
         for solution in self.document.findall(solution_node):
-            for ref in solution.children[0].findall(nodes.reference):
+            for ref in list(solution.children[0].findall(nodes.reference)):
                 for text in list(ref.findall(nodes.Text)):
                     if str(text) in translated:
                         text.parent.replace(text, nodes.Text(translated[str(text)]))
                 _unwrap(ref)
+                # The whole title toggles the solution open (sphinx-togglebutton),
+                # but a click on a link inside it finds no button and does
+                # nothing: the exercise is right above, so keep its words only.
+                ref.replace_self(ref.children)
 
 
 class subtitle_message(nodes.Element, addnodes.translatable):
