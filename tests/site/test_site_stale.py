@@ -33,12 +33,16 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[2]
 PYTHON = ROOT / ".venv" / "bin" / "python"
 # The Makefile's commands: sphinx-build -b html -c . -d <doctrees> -n -W
-# --keep-going, for English and then for the Chinese edition.
+# --keep-going -j 2, for English and then for the Chinese edition.
+OPTIONS = ["-n", "-W", "--keep-going", "-j", "2"]
 SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
-SPHINX += ["-n", "-W", "--keep-going", "book", "_build/html"]
+SPHINX += [*OPTIONS, "book", "_build/html"]
 SPHINX_ZH = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees-zh_CN"]
-SPHINX_ZH += ["-D", "language=zh_CN", "-n", "-W", "--keep-going"]
-SPHINX_ZH += ["book", "_build/html/zh_CN"]
+SPHINX_ZH += ["-D", "language=zh_CN", *OPTIONS, "book", "_build/html/zh_CN"]
+# Prose pages, so that the book has more than 5 pages: Sphinx then reads a
+# clean build in two processes, as it does the real book, and each process
+# sends back the dependencies it noted.
+PROSE_PAGES = [f"prose-{i}" for i in range(1, 5)]
 
 FRONT_MATTER = """\
 ---
@@ -58,6 +62,10 @@ INDEX = """\
 ```{toctree}
 uses-package
 no-package
+prose-1
+prose-2
+prose-3
+prose-4
 ```
 """
 USES_PACKAGE = (
@@ -141,6 +149,10 @@ _ENVIRONMENT = re.compile(
     r"updating environment: (?:\[.*?\] )?(\d+) added, (\d+) changed"
 )
 _READING = re.compile(r"^reading sources\.\.\. \[\s*\d+%\] (\S+)", re.MULTILINE)
+# In a parallel read, a line per process: "reading sources... [ 33%] a .. c".
+_READ_IN_PARALLEL = re.compile(
+    r"^reading sources\.\.\. \[\s*\d+%\] \S+ \.\. \S+$", re.MULTILINE
+)
 _EXECUTING = re.compile(r"^(\S+)\.md: Executing notebook", re.MULTILINE)
 
 
@@ -173,6 +185,8 @@ def make_project(folder: Path) -> Path:
     (folder / "book" / "index.md").write_text(INDEX)
     (folder / "book" / "uses-package.md").write_text(USES_PACKAGE)
     (folder / "book" / "no-package.md").write_text(NO_PACKAGE)
+    for name in PROSE_PAGES:
+        (folder / "book" / f"{name}.md").write_text(f"# {name}\n\nNo code here.\n")
     set_probe(folder, "alpha")
     return folder
 
@@ -250,7 +264,9 @@ def builds(tmp_path_factory) -> dict[str, Build]:
 
 def test_clean_build_executes_every_notebook(builds):
     clean = builds["clean"]
-    assert clean.read == {"index", "uses-package", "no-package"}
+    # Read in two processes: the log names a range of pages per process.
+    assert (clean.added, clean.changed) == (3 + len(PROSE_PAGES), 0), clean.log
+    assert _READ_IN_PARALLEL.search(clean.log), clean.log
     assert clean.executed == {"uses-package", "no-package"}
     assert "probe says alpha" in clean.html["uses-package"]
     assert "the answer is 42" in clean.html["no-package"]
