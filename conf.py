@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from docutils import nodes
+from jupyter_cache import get_cache
 from sphinx import addnodes
 from sphinx.application import ENV_PICKLE_FILENAME
 from sphinx.pycode import ModuleAnalyzer
@@ -43,6 +44,7 @@ extensions = [
     "sphinx_exercise",
     "sphinx_togglebutton",
     "mathjax_offline",  # book/_ext/mathjax_offline.py: MathJax 3 and fonts in _static
+    "balanced_read",  # book/_ext/balanced_read.py: -j 2 processes share the work
     "pysource",  # book/_ext/pysource.py: shows the package's real code
     "exercise_titles",  # book/_ext/exercise_titles.py: "Exercise 3.1: <title>"
     "nb_streams",  # book/_ext/nb_streams.py: downloads show each print once
@@ -175,6 +177,10 @@ def _cache_per_package_digest(app, config):
         shutil.rmtree(cache)
     cache.mkdir(parents=True, exist_ok=True)
     stamp.write_text(PACKAGE_DIGEST)
+    # Create the cache's database now, before Sphinx forks its reading
+    # processes (-j 2). Two processes that both found no database would both
+    # create its tables, and one would fail: "table nbproject already exists".
+    get_cache(str(cache)).list_cache_records()
 
 
 # -- Every executed page offers its notebook -------------------------------------

@@ -1,0 +1,78 @@
+"""``balanced_read``: the pages to read, ordered so that the processes share the work.
+
+With ``-j 2`` Sphinx cuts the sorted list of pages into chunks (two halves,
+and a remainder when the count is odd) and reads each chunk in a process of
+its own. Sorted by name, the five ``beyond/`` pages, the heaviest notebooks,
+fall into the first half: one process worked for most of the build while
+the other sat idle after half of it.
+
+Executing a notebook dominates reading a page: a kernel start, ``import
+torch``, the cells and the kernel's shutdown. This handler of Sphinx's
+``env-before-read-docs`` event, which may reorder the list in place,
+estimates each page's cost from its source and deals the pages out so that
+the chunks read at the same time cost about the same; the cheapest pages go
+to the chunks that start later. It changes the order only, never what is
+read, and does nothing in a serial build.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+
+from sphinx.util.parallel import make_chunks
+
+# Rough costs in seconds on the 2-core machine; only their ratios matter.
+KERNEL_SECONDS = 4.0  # start a kernel, import torch and matplotlib, shut it down
+CELL_SECONDS = 0.1
+AUTODOC_SECONDS = 2.0  # autodoc imports the package, and with it torch
+PAGE_SECONDS = 0.3
+
+_CODE_CELL = re.compile(r"^```\{code-cell\}", re.MULTILINE)
+_AUTODOC = re.compile(r"^\.\. auto\w+::|^```\{auto\w+\}", re.MULTILINE)
+
+
+def estimated_cost(source: str) -> float:
+    """Seconds that reading a page with this source costs, roughly."""
+    cells = len(_CODE_CELL.findall(source))
+    if cells:
+        return KERNEL_SECONDS + CELL_SECONDS * cells
+    if _AUTODOC.search(source):
+        return AUTODOC_SECONDS
+    return PAGE_SECONDS
+
+
+def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
+    """The pages in an order whose chunks (as Sphinx cuts them) cost alike.
+
+    The first ``nproc`` chunks start together; each page, the most costly
+    first, joins the cheapest of them that still has room. The chunks that
+    start later, when a process is free, get the cheapest pages.
+    """
+    names = sorted(costs, key=lambda name: (-costs[name], name))
+    sizes = [len(chunk) for chunk in make_chunks(names, nproc)]
+    first, later = sizes[:nproc], sizes[nproc:]
+    cut = len(names) - sum(later)
+    chunks: list[list[str]] = [[] for _ in first]
+    loads = [(0.0, index) for index in range(len(first))]  # a heap
+    for name in names[:cut]:
+        load, index = heapq.heappop(loads)
+        chunks[index].append(name)
+        if len(chunks[index]) < first[index]:
+            heapq.heappush(loads, (load + costs[name], index))
+    return [name for chunk in chunks for name in chunk] + names[cut:]
+
+
+def _balance(app, env, docnames: list[str]) -> None:
+    if app.parallel <= 1 or len(docnames) <= app.parallel:
+        return
+    costs = {
+        name: estimated_cost(env.doc2path(name).read_text(encoding="utf-8"))
+        for name in docnames
+    }
+    docnames[:] = balanced_order(costs, app.parallel)
+
+
+def setup(app):
+    app.connect("env-before-read-docs", _balance)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
