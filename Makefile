@@ -6,8 +6,8 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 BUILDDIR   ?= _build
 # -j 2: two pages are read (and their notebooks executed) at a time, one per
-# core of the 2-core machine; a clean build of both editions takes about
-# 85 s instead of 120 s.
+# core of the 2-core machine; a clean build of both editions took 83-98 s
+# (5 runs) instead of 122 s. See book/_ext/balanced_read.py.
 SPHINXOPTS ?= -n -W --keep-going -j 2
 SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 CHROMIUM   := /usr/bin/chromium
