@@ -26,7 +26,7 @@ beside it before Sphinx's ``Locale`` transform, and
 from __future__ import annotations
 
 from docutils import nodes
-from sphinx import addnodes
+from i18n_code import add_hidden_node, hidden_message
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.nodes import exercise_node, exercise_subtitle, solution_node
@@ -80,17 +80,8 @@ class UnwrapExerciseSubtitles(SphinxPostTransform):
                 ref.replace_self(ref.children)
 
 
-class subtitle_message(nodes.Element, addnodes.translatable):
-    """The text of the exercise title before it; never written out."""
-
-    def preserve_original_messages(self) -> None:
-        self.setdefault("original_message", self["message"])
-
-    def apply_translated_message(self, original: str, translated: str) -> None:
-        self["translation"] = translated
-
-    def extract_original_messages(self) -> list[str]:
-        return [self["original_message"]]
+class subtitle_message(hidden_message):
+    """The text of the exercise title before it."""
 
 
 class SubtitleMessages(SphinxTransform):
@@ -117,13 +108,8 @@ class ApplySubtitleTranslations(SphinxTransform):
                 subtitle += nodes.Text(marker["translation"])
 
 
-def _skip(self, node) -> None:
-    raise nodes.SkipNode
-
-
 def setup(app):
-    skip = (_skip, None)
-    app.add_node(subtitle_message, html=skip, latex=skip, text=skip, man=skip)
+    add_hidden_node(app, subtitle_message)
     app.add_transform(SubtitleMessages)
     app.add_transform(ApplySubtitleTranslations)
     app.add_post_transform(UnwrapExerciseSubtitles)

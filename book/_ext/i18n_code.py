@@ -194,8 +194,14 @@ def same_code(old: str, new: str) -> bool:
 # -- Doctree side ----------------------------------------------------------------
 
 
-class comment_message(nodes.Element, addnodes.translatable):
-    """One comment of the code block before it; never written out."""
+class hidden_message(nodes.Element, addnodes.translatable):
+    """A message Sphinx translates but no builder writes out.
+
+    ``message`` is the English text; after Sphinx's ``Locale`` transform,
+    ``translation`` holds the catalog's text, for a later transform to put
+    where Sphinx would not have translated it (register with
+    :func:`add_hidden_node`).
+    """
 
     def preserve_original_messages(self) -> None:
         self.setdefault("original_message", self["message"])
@@ -205,6 +211,10 @@ class comment_message(nodes.Element, addnodes.translatable):
 
     def extract_original_messages(self) -> list[str]:
         return [self["original_message"]]
+
+
+class comment_message(hidden_message):
+    """One comment of the code block before it."""
 
 
 class alt_message(nodes.Element, addnodes.translatable):
@@ -229,6 +239,15 @@ class alt_message(nodes.Element, addnodes.translatable):
 
 def _skip(self, node) -> None:
     raise nodes.SkipNode
+
+
+def add_hidden_node(app, node: type[nodes.Element]) -> None:
+    """Register a node class that every builder skips."""
+    visitors = (_skip, None)
+    app.add_node(
+        node, html=visitors, latex=visitors, text=visitors, man=visitors,
+        texinfo=visitors,
+    )  # fmt: skip
 
 
 def _in_output(node: nodes.Node) -> bool:
@@ -354,16 +373,8 @@ class ApplyCommentTranslations(SphinxTransform):
 
 
 def setup(app):
-    visitors = (_skip, None)
     for node in (comment_message, alt_message):
-        app.add_node(
-            node,
-            html=visitors,
-            latex=visitors,
-            text=visitors,
-            man=visitors,
-            texinfo=visitors,
-        )
+        add_hidden_node(app, node)
     app.add_config_value("i18n_translate_docstrings", False, "env", bool)
     app.add_transform(NotMessages)
     app.add_transform(CommentMessages)
