@@ -39,9 +39,9 @@ SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
 SPHINX += [*OPTIONS, "book", "_build/html"]
 SPHINX_ZH = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees-zh_CN"]
 SPHINX_ZH += ["-D", "language=zh_CN", *OPTIONS, "book", "_build/html/zh_CN"]
-# Prose pages, so that the book has more than 5 pages: Sphinx then reads a
-# clean build in two processes, as it does the real book, and each process
-# sends back the dependencies it noted.
+# Prose pages, so that each reading process of a clean build gets a range of
+# pages, as in the real book; the later steps then show that the dependencies
+# each process noted reached the main one.
 PROSE_PAGES = [f"prose-{i}" for i in range(1, 5)]
 
 FRONT_MATTER = """\
