@@ -23,6 +23,12 @@ SOURCES := conf.py $(shell find book attention -not -path '*/__pycache__*' \
              -not -path 'book/locales*' -not -name '*.pyc')
 LOCALES := $(shell find book/locales -not -name '*.mo')
 BUILT   := $(BUILDDIR)/html/.built
+# The package as readers download it: its wheel and sdist, built once for both
+# editions into $(BUILDDIR)/dist, where book/_ext/notebooks.py finds them.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+DIST    := $(BUILDDIR)/dist
+WHEEL   := $(DIST)/attention-$(VERSION)-py3-none-any.whl
+PACKAGE := pyproject.toml README.md $(shell find attention -type f -not -path '*/__pycache__*' -not -name '*.pyc')
 # The 简体中文 edition (see below).
 ZH       := zh_CN
 ZH_OUT   := $(BUILDDIR)/html/$(ZH)
@@ -33,9 +39,17 @@ SPHINX_ZH := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) 
 html: $(BUILT) $(ZH_BUILT)
 	@echo "The book is in $(BUILDDIR)/html/index.html (简体中文: $(ZH_OUT)/index.html)"
 
-$(BUILT): $(STAMP) $(SOURCES)
-	$(SPHINX) book $(BUILDDIR)/html
+# A build that failed is not remembered: with -W --keep-going Sphinx saves its
+# environment even when a page warned, and the next build would not read that
+# page again and pass. So a failed build takes its doctrees with it.
+$(BUILT): $(STAMP) $(SOURCES) $(WHEEL)
+	$(SPHINX) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
 	touch $@
+
+$(WHEEL): $(STAMP) $(PACKAGE)
+	rm -rf $(DIST) && mkdir -p $(DIST)
+	$(BIN)/python -m build --no-isolation --outdir $(DIST) . > $(DIST)/build.log \
+		|| { cat $(DIST)/build.log; exit 1; }
 
 # -- 简体中文 edition ---------------------------------------------------------------
 # Built by `make html` into $(BUILDDIR)/html/zh_CN (same page paths), with its
@@ -46,7 +60,7 @@ $(BUILT): $(STAMP) $(SOURCES)
 html-zh: $(ZH_BUILT)
 
 $(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES)
-	$(SPHINX_ZH) book $(ZH_OUT)
+	$(SPHINX_ZH) book $(ZH_OUT) || { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
 	touch $@
 
 # After an English edit: refresh the catalogs. New messages come in empty,

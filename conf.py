@@ -1,38 +1,28 @@
 """Sphinx configuration for the book. The Makefile runs ``sphinx-build -c . book ...``.
 
-Project-specific hooks live at the bottom, on public Sphinx APIs only:
-
-- outputs never go stale: every page that imports ``attention`` depends on
-  the package's files, and the execution cache is keyed on the package's
-  digest;
-- every executed page offers itself as a notebook download;
-- a build that warned is not remembered.
+Settings only: what the book does beyond Sphinx and its extensions lives in
+``book/_ext``, one module per job (see the README's "How the repository is
+laid out").
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import logging
-import os
-import re
-import shutil
+import importlib.util
 import sys
+import tomllib
 from pathlib import Path
-
-from docutils import nodes
-from jupyter_cache import get_cache
-from sphinx import addnodes
-from sphinx.application import ENV_PICKLE_FILENAME
-from sphinx.pycode import ModuleAnalyzer
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # autodoc imports the package from the checkout
-sys.path.insert(0, str(ROOT / "book" / "_ext"))  # the book's own directives
+sys.path.insert(0, str(ROOT / "book" / "_ext"))  # the book's own extensions
 
 project = "Coding Attention Mechanisms"
 author = "The attention-book authors"
 copyright = "2026, the attention-book authors"
+# The package's version: in the names of the wheel and the code archive.
+release = version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+    "version"
+]
 
 extensions = [
     "myst_nb",
@@ -43,17 +33,16 @@ extensions = [
     "sphinx_design",
     "sphinx_exercise",
     "sphinx_togglebutton",
-    "mathjax_offline",  # book/_ext/mathjax_offline.py: MathJax 3 and fonts in _static
-    "balanced_read",  # book/_ext/balanced_read.py: -j 2 processes share the work
-    "pysource",  # book/_ext/pysource.py: shows the package's real code
-    "exercise_titles",  # book/_ext/exercise_titles.py: "Exercise 3.1: <title>"
-    "nb_streams",  # book/_ext/nb_streams.py: downloads show each print once
-    "variants_api",  # book/_ext/variants_api.py: API entries for attention.VARIANTS
-    "i18n_site",  # book/_ext/i18n_site.py, i18n_code.py: the 简体中文 edition
-    # myst-nb 1.4 saves the downloads without outputs in cache mode: put them back.
-    "nb_cache_downloads",  # book/_ext/nb_cache_downloads.py
+    # The book's own, in book/_ext, one job each:
+    "notebooks",  # fresh outputs, the downloads and the wheel, the code archive
+    "pysource",  # the package's real code on the pages, "Listing 3.x"
+    "i18n_code",  # code comments (and alt texts) as messages of the catalogs
+    "site_language",  # the editions side by side: switch, search, title
+    "exercise_titles",  # "Exercise 3.1: <title>", in every edition
+    "variants_api",  # API entries for attention.VARIANTS
+    "balanced_read",  # -j 2 reading processes share the work
 ]
-pysource_root = str(ROOT)
+pysource_root = notebooks_package_root = str(ROOT)
 
 exclude_patterns = [
     "_build",
@@ -104,6 +93,11 @@ nitpick_ignore_regex = [
     (r"py:class", r"collections\.abc\..*"),
 ]
 
+# -- Exercises ------------------------------------------------------------------
+# A solution follows its exercise; its title is "Solution", with no link to
+# the exercise (a link there swallowed the click that opens the solution).
+exercise_style = "solution_follow_exercise"
+
 # -- HTML ----------------------------------------------------------------------
 html_theme = "sphinx_book_theme"
 html_title = "Coding Attention Mechanisms"
@@ -118,7 +112,11 @@ html_theme_options = {
 }
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
-html_static_path = ["book/_static"]  # relative to this file
+# MathJax 3 and its fonts ship with the site (sphinx-mathjax-offline is only
+# their source): no page loads anything from the network.
+_MATHJAX = Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent
+html_static_path = ["book/_static", str(_MATHJAX / "static")]
+mathjax_path = "mathjax/tex-chtml.js"
 html_css_files = ["book.css"]
 # Wide code blocks take the keyboard focus even when they appear later.
 html_js_files = ["focusable-scroll.js"]
@@ -126,139 +124,3 @@ html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True
-
-# -- Outputs never go stale ----------------------------------------------------
-# Two public mechanisms together:
-#
-# - every page that imports ``attention`` declares each file of the package as
-#   a dependency (``env.note_dependency``), so Sphinx reads, and myst-nb runs,
-#   the page again whenever one of those files changes;
-# - the execution cache belongs to one digest of the package: a changed
-#   package empties it, so it never finds the old outputs. Any other re-read
-#   (a prose edit, a touched file, another edition) finds the cells' outputs
-#   in the cache and executes nothing.
-_IMPORTS_PACKAGE = re.compile(r"^\s*(?:from|import)\s+attention\b", re.MULTILINE)
-PACKAGE_FILES = sorted(
-    p
-    for p in (ROOT / "attention").rglob("*")
-    if p.is_file() and "__pycache__" not in p.parts
-)
-
-
-def package_digest() -> str:
-    """SHA-256 over every file of the ``attention`` package (code and data)."""
-    h = hashlib.sha256()
-    for path in PACKAGE_FILES:
-        h.update(path.relative_to(ROOT).as_posix().encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()
-
-
-PACKAGE_DIGEST = package_digest()
-
-
-def _depend_on_package(app, docname, source):
-    if _IMPORTS_PACKAGE.search(source[0]):
-        for path in PACKAGE_FILES:
-            app.env.note_dependency(str(path))
-
-
-def _cache_per_package_digest(app, config):
-    """One execution cache, next to the build's doctrees, for one package digest.
-
-    The cache folder keeps its name (a changed config value would make Sphinx
-    read every page again); a file in it names the digest its outputs were
-    computed with, and a different digest empties it.
-    """
-    cache = Path(app.doctreedir).parent / "jupyter_cache"
-    config.nb_execution_cache_path = str(cache)
-    stamp = cache / "package-digest.txt"
-    if stamp.is_file() and stamp.read_text() != PACKAGE_DIGEST:
-        shutil.rmtree(cache)
-    cache.mkdir(parents=True, exist_ok=True)
-    stamp.write_text(PACKAGE_DIGEST)
-    # Create the cache's database now, before Sphinx forks its reading
-    # processes (-j 2). Two processes that both found no database would both
-    # create its tables, and one would fail: "table nbproject already exists".
-    get_cache(str(cache)).list_cache_records()
-
-
-# -- Every executed page offers its notebook -------------------------------------
-DOWNLOAD_NOTE = (
-    ": this page as a Jupyter notebook, with its outputs. It runs on its own. "
-    "In a clone of the book's repository, install the package and everything "
-    "the notebooks import with"
-)
-NOTEBOOKS_INSTALL = 'pip install -e ".[notebooks]"'
-
-
-def _add_download_note(app, doctree):
-    """Put a download note under the title of every page executed as a notebook."""
-    docname = app.env.docname
-    output_folder = Path(app.env.mystnb_config.output_folder)
-    notebook = output_folder.joinpath(*docname.split("/")).with_suffix(".ipynb")
-    is_notebook = any("cell" in n["classes"] for n in doctree.findall(nodes.container))
-    section = next(iter(doctree.findall(nodes.section)), None)
-    if not (is_notebook and notebook.is_file() and section is not None):
-        return
-    name = notebook.name
-    target = "/" + os.path.relpath(notebook, app.srcdir).replace(os.sep, "/")
-    link = addnodes.download_reference("", "", refdoc=docname, reftarget=target)
-    link += nodes.literal(name, name, classes=["xref", "download"])
-    note = nodes.admonition(classes=["tip", "nb-download-tip"])
-    note += nodes.title("", "Run this page yourself")
-    note += nodes.paragraph(
-        "", "", nodes.Text("Download "), link, nodes.Text(DOWNLOAD_NOTE + ":")
-    )
-    note += nodes.literal_block(NOTEBOOKS_INSTALL, NOTEBOOKS_INSTALL, language="sh")
-    section.insert(section.first_child_matching_class(nodes.title) + 1, note)
-
-
-# -- viewcode reads the package's source without importing it ---------------------
-def _package_source(app, modname):
-    """Source and tags of an ``attention`` module, read as text.
-
-    viewcode would import the module to find its file, on every build, and
-    importing ``attention`` imports torch: seconds of a no-op build.
-    """
-    if modname.split(".")[0] != "attention":
-        return None
-    path = ROOT.joinpath(*modname.split("."))
-    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
-    code = path.read_text(encoding="utf-8")
-    return code, ModuleAnalyzer.for_string(code, modname, str(path)).find_tags()
-
-
-# -- A build with warnings is not remembered -----------------------------------
-class _WarningCounter(logging.Handler):
-    """Counts the warnings Sphinx logs (its loggers are ``sphinx.*``)."""
-
-    def __init__(self):
-        super().__init__(level=logging.WARNING)
-        self.count = 0
-
-    def emit(self, record):
-        self.count += 1
-
-
-def _forget_failed_build(app, exception, counter):
-    """Delete the saved environment after a build that warned.
-
-    With ``-W --keep-going`` Sphinx saves the environment even when a page
-    warned; the next incremental build would then not re-read that page and
-    would pass silently. Sphinx already does this for builds that raise.
-    """
-    if exception is None and counter.count:
-        (Path(app.doctreedir) / ENV_PICKLE_FILENAME).unlink(missing_ok=True)
-
-
-def setup(app):
-    counter = _WarningCounter()
-    logging.getLogger("sphinx").addHandler(counter)
-    app.connect(
-        "build-finished", functools.partial(_forget_failed_build, counter=counter)
-    )
-    app.connect("config-inited", _cache_per_package_digest)
-    app.connect("source-read", _depend_on_package)
-    app.connect("doctree-read", _add_download_note, priority=400)  # before collectors
-    app.connect("viewcode-find-source", _package_source)

@@ -67,14 +67,14 @@ def test_catalog_is_fully_translated(page):
 
 
 def test_other_catalogs_are_fully_translated():
-    """Catalogs that belong to no page (``_site.po``: text the build adds)."""
+    """Catalogs that belong to no page (``notebooks.po``: text the build adds)."""
     pages = set(_pages())
     others = [
         p
         for p in CATALOGS.rglob("*.po")
         if p.relative_to(CATALOGS).with_suffix("").as_posix() not in pages
     ]
-    assert others, "no _site.po: the text conf.py adds would stay English"
+    assert others, "no notebooks.po: the download notes would stay English"
     problems = []
     for path in others:
         with path.open("rb") as f:

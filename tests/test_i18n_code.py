@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import doctest
-import sys
 import tokenize
-from pathlib import Path
 
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
-
-import i18n_code  # noqa: E402
-from i18n_code import code_tokens, find_comments, same_code, translate_code  # noqa: E402
+from i18n_code import code_tokens, find_comments, same_code, translate_code
 
 CELL = """\
 import torch
@@ -24,11 +17,6 @@ text = "# a hash in a string"  # not a comment inside the string
     # noqa: E501
 print(attn_scores)  # prints a 6x6 tensor
 """
-
-
-def test_doctests():
-    result = doctest.testmod(i18n_code)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_comments_are_found_with_tokenize():

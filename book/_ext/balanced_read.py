@@ -1,26 +1,25 @@
 """``balanced_read``: the pages to read, ordered so that the processes share the work.
 
-With ``-j 2`` Sphinx cuts the sorted list of pages into chunks (two halves,
-and a remainder when the count is odd) and reads each chunk in a process of
-its own. Sorted by name, the five ``beyond/`` pages, the heaviest notebooks,
-fall into the first half: one process worked for most of the build while
-the other sat idle after half of it.
+With ``-j 2`` Sphinx cuts the list of pages into consecutive chunks and reads
+each chunk in a process of its own, two at a time (:func:`chunk_sizes`).
+Sorted by name, the ``beyond/`` pages, the heaviest notebooks, fell into the
+first chunk: one process worked for most of the build while the other sat
+idle after half of it.
 
 Executing a notebook dominates reading a page: a kernel start, ``import
 torch``, the cells and the kernel's shutdown. This handler of Sphinx's
-``env-before-read-docs`` event, which may reorder the list in place,
-estimates each page's cost from its source and deals the pages out so that
-the chunks read at the same time cost about the same; the cheapest pages go
-to the chunks that start later. It changes the order only, never what is
-read, and does nothing in a serial build.
+documented ``env-before-read-docs`` event, which may reorder the list in
+place, estimates each page's cost from its source and deals the pages out
+so that the chunks read at the same time cost about the same; the cheapest
+pages go to the chunks that start later. It changes the order only, never
+what is read, and does nothing in a serial build.
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 import re
-
-from sphinx.util.parallel import make_chunks
 
 # Rough costs in seconds on the 2-core machine; only their ratios matter.
 KERNEL_SECONDS = 4.0  # start a kernel, import torch and matplotlib, shut it down
@@ -42,15 +41,38 @@ def estimated_cost(source: str) -> float:
     return PAGE_SECONDS
 
 
+def chunk_sizes(count: int, nproc: int, maxbatch: int = 10) -> list[int]:
+    """The sizes of the chunks Sphinx 9 cuts ``count`` pages into for ``nproc``.
+
+    Sphinx's rule (``sphinx.util.parallel``), written out here rather than
+    imported from Sphinx's internals: ``count // nproc`` pages a chunk, or
+    ``sqrt(count / nproc * maxbatch)`` once that reaches ``maxbatch``, and
+    the rest in a last chunk. ``tests/test_balanced_read.py`` compares it
+    with the installed Sphinx.
+
+    >>> chunk_sizes(17, 2)
+    [8, 8, 1]
+    """
+    size = count // nproc
+    if size >= maxbatch:
+        size = int(math.sqrt(count / nproc * maxbatch))
+    size = max(size, 1)
+    full, rest = divmod(count, size)
+    return [size] * full + ([rest] if rest else [])
+
+
 def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
     """The pages in an order whose chunks (as Sphinx cuts them) cost alike.
 
     The first ``nproc`` chunks start together; each page, the most costly
     first, joins the cheapest of them that still has room. The chunks that
     start later, when a process is free, get the cheapest pages.
+
+    >>> balanced_order({"a": 9, "b": 5, "c": 8, "d": 4.5, "e": 0.3}, 2)
+    ['a', 'd', 'c', 'b', 'e']
     """
     names = sorted(costs, key=lambda name: (-costs[name], name))
-    sizes = [len(chunk) for chunk in make_chunks(names, nproc)]
+    sizes = chunk_sizes(len(names), nproc)
     first, later = sizes[:nproc], sizes[nproc:]
     cut = len(names) - sum(later)
     chunks: list[list[str]] = [[] for _ in first]

@@ -8,13 +8,13 @@ The chapter's exercises carry the printed book's numbers in their titles::
     ```
 
 sphinx-exercise (1.2) has no option for the title's form: it always puts the
-argument in parentheses, so the box reads "Exercise (3.1: Compare ...)" and
-its solution "Solution to Exercise (3.1: Compare ...)". This post-transform
-runs after sphinx-exercise has resolved both titles (its priorities 20 and
-21) and drops the parentheses, so the two read "Exercise 3.1: Compare ..."
-and "Solution to Exercise 3.1: Compare ..." (as plain text: a link there
-would swallow the click that opens the solution). Numbered exercises, whose
-number Sphinx adds while writing HTML, are left alone.
+argument in parentheses, so the box reads "Exercise (3.1: Compare ...)".
+This post-transform runs after sphinx-exercise has resolved the title (its
+priority 20) and drops the parentheses: "Exercise 3.1: Compare ...".
+Numbered exercises, whose number Sphinx adds while writing HTML, are left
+alone. (Solutions need nothing: with ``exercise_style =
+"solution_follow_exercise"``, set in ``conf.py``, a solution's title is
+"Solution", and it follows its exercise.)
 
 The title's text is a message of the page's catalog, so the 简体中文 edition
 reads "练习 3.1：...". sphinx-exercise keeps it in a node that Sphinx does not
@@ -29,14 +29,20 @@ from docutils import nodes
 from i18n_code import add_hidden_node, hidden_message
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
-from sphinx_exercise.nodes import exercise_node, exercise_subtitle, solution_node
+from sphinx_exercise.nodes import exercise_node, exercise_subtitle
 
 OPEN, CLOSE = " (", ")"
 
 
 def _unwrap(parent: nodes.Element) -> bool:
     """Turn ``Exercise`` ``" ("`` ... ``")"`` among ``parent``'s children into
-    ``Exercise `` ...; return whether it did."""
+    ``Exercise `` ...; return whether it did.
+
+    >>> title = nodes.title("", "", nodes.Text("Exercise"), nodes.Text(" ("),
+    ...     nodes.Text("3.1: Compare"), nodes.Text(")"))
+    >>> _unwrap(title), title.astext()
+    (True, 'Exercise 3.1: Compare')
+    """
     children = parent.children
     for i, child in enumerate(children[1:], start=1):
         before = children[i - 1]
@@ -60,24 +66,9 @@ class UnwrapExerciseSubtitles(SphinxPostTransform):
     def run(self) -> None:
         # exercise_node is the unnumbered kind (``:nonumber:``).
         for exercise in self.document.findall(exercise_node):
-            _unwrap(exercise.children[0])
-        # A solution's title repeats its exercise's title from the source:
-        # give it the translation too (a no-op in English).
-        translated = {
-            marker["message"]: marker["translation"]
-            for marker in self.document.findall(subtitle_message)
-            if marker.get("translation")
-        }
-        for solution in self.document.findall(solution_node):
-            for ref in list(solution.children[0].findall(nodes.reference)):
-                for text in list(ref.findall(nodes.Text)):
-                    if str(text) in translated:
-                        text.parent.replace(text, nodes.Text(translated[str(text)]))
-                _unwrap(ref)
-                # The whole title toggles the solution open (sphinx-togglebutton),
-                # but a click on a link inside it finds no button and does
-                # nothing: the exercise is right above, so keep its words only.
-                ref.replace_self(ref.children)
+            title = exercise.next_node(nodes.title)
+            if title is not None:
+                _unwrap(title)
 
 
 class subtitle_message(hidden_message):

@@ -33,6 +33,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import directives
+from sphinx.pycode import ModuleAnalyzer
 from sphinx.util.docutils import SphinxDirective
 
 
@@ -100,11 +101,13 @@ def bookkeeping_lines(lines: list[str]) -> set[int]:
     Three kinds: the header of a class or a function (its name and
     signature), a call of a ``check_*`` function (the package's validation,
     one call per method), and ``self.name = name``, which keeps a
-    constructor argument. A ``:diff:`` never highlights them: a reader looks
-    for what changed in the computation.
+    constructor argument under its own name. A ``:diff:`` never highlights
+    them: a reader looks for what changed in the computation. Storing an
+    argument under another name (``self.dropout_p = dropout``) is new code.
 
     >>> sorted(bookkeeping_lines(["def f(self, x, d):", "    check_input(x)",
-    ...     "    self.d = d", "    self.h = d // 2", "    return x"]))
+    ...     "    self.d = d", "    self.h = d // 2", "    self.p = d",
+    ...     "    return x"]))
     [0, 1, 2]
     """
     tree = ast.parse(textwrap.dedent("\n".join(lines)))
@@ -123,6 +126,7 @@ def bookkeeping_lines(lines: list[str]) -> set[int]:
             and isinstance(node.targets[0].value, ast.Name)
             and node.targets[0].value.id == "self"
             and isinstance(node.value, ast.Name)
+            and node.value.id == node.targets[0].attr
         )
         if check or store:
             found.update(range(node.lineno - 1, node.end_lineno))
@@ -208,7 +212,25 @@ class PySource(SphinxDirective):
         return [wrapper, *messages]
 
 
+def package_source(app, modname: str):
+    """viewcode's source of a module under ``pysource_root``, read as text.
+
+    viewcode would import the module to find its file, on every build, and
+    importing ``attention`` imports torch: seconds of a no-op build. This
+    handler of viewcode's ``viewcode-find-source`` event reads the file.
+    Other modules are left to viewcode (``None``).
+    """
+    root = Path(app.config.pysource_root)
+    path = root.joinpath(*modname.split("."))
+    path = path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    if not path.is_file():
+        return None
+    code = path.read_text(encoding="utf-8")
+    return code, ModuleAnalyzer.for_string(code, modname, str(path)).find_tags()
+
+
 def setup(app):
     app.add_config_value("pysource_root", str(Path.cwd()), "env")
     app.add_directive("pysource", PySource)
+    app.connect("viewcode-find-source", package_source)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

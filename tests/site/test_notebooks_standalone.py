@@ -1,26 +1,25 @@
-"""Every notebook the site offers for download runs on its own.
+"""A reader with only the built site runs every notebook it offers.
 
-A reader who downloads a page's notebook has the book's repository and
-``pip install -e ".[notebooks]"``, nothing else: not the build's virtual
-environment, not myst-nb, not the repository as the working directory. These
-tests do exactly that, once per run:
+The route the site gives a reader, followed with nothing else: not the
+repository, not the build's virtual environment, not myst-nb.
 
-- collect the notebooks the built pages link to (``a.download`` links ending
-  in ``.ipynb``, resolved to files under ``$BUILDDIR/html/_downloads``);
-- make a new virtual environment in a temporary folder (no system or build
-  packages visible), install ``torch==2.13.0`` in it first (the CPU wheel on
-  this machine's disk: an unpinned torch would fetch a CUDA build of several
-  GB), then ``pip install -e "<repo>[notebooks]"`` and nothing else, so the
-  extra alone must bring the kernel and every import;
-- register that environment's kernel under a temporary Jupyter path and run
-  each notebook with nbclient in it, from a temporary working directory
-  outside the repository.
+- From the built site of each edition: the notebooks its pages link for
+  download (``a.download`` links ending in ``.ipynb``), the wheel the
+  "Run this page yourself" notes link, and the archive of the book's code the
+  front page links.
+- A new virtual environment in a temporary folder (no system or build
+  packages visible), ``torch==2.13.0`` in it first (the CPU wheel on this
+  machine's disk: the wheel's ``torch`` requirement alone would fetch a CUDA
+  build of several GB), then exactly the command the notes give,
+  ``pip install "attention-<version>-py3-none-any.whl[notebooks]"``, run in a
+  folder that holds only the downloaded wheel.
+- Every download of both editions, run with nbclient in that environment's
+  kernel from a temporary folder, two at a time (the machine has two cores).
 
 The environment is made without pip of its own (``venv --without-pip``; the
-test's pip installs into it with ``--python``) and without compiling bytecode:
-both save minutes and neither changes what the notebooks can import. pip's
-cache is reused between runs. ``NOTEBOOK_ENV_LOG`` names a file to which the
-setup's timings are appended (the test prints them too, see ``-s``).
+test's pip installs into it with ``--python``) and without compiling
+bytecode: both save minutes and neither changes what the notebooks can
+import. pip's cache is reused between runs.
 """
 
 from __future__ import annotations
@@ -29,59 +28,74 @@ import ast
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
 import tomllib
+import zipfile
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import nbformat
 import pytest
 from bs4 import BeautifulSoup
-from conftest import ROOT, build_dir
+from conftest import EDITION_FOLDERS, ROOT, build_dir
 from IPython.core.inputtransformer2 import TransformerManager
-from nbclient import NotebookClient
-from nbclient.exceptions import CellExecutionError, CellTimeoutError
 from packaging.requirements import Requirement
 
 pytestmark = [pytest.mark.site, pytest.mark.slow]
 
-KERNEL = "attention-notebooks"
-# The CPU build on this machine's disk; pip checks it against the extra's range.
+KERNEL = "attention-reader"
+# The CPU build on this machine's disk; pip checks it against the wheel's range.
 TORCH = "torch==2.13.0"
 CELL_TIMEOUT = 600  # seconds; the slowest cell of the book takes under a minute
+WORKERS = 2  # notebooks run at a time: one per core
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of IPython's tracebacks
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+WHEEL = f"attention-{VERSION}-py3-none-any.whl"
+ARCHIVE = f"attention-book-code-{VERSION}.zip"
 
 
-def offered_notebooks(html: Path) -> dict[str, Path]:
-    """``{"3-5-causal-attention.ipynb": <file>}`` for each download link."""
+def offered_files(html: Path, suffix: str) -> dict[str, Path]:
+    """``{"3-5-causal-attention.ipynb": <file>}`` for the edition's download links.
+
+    The edition's own pages only: another edition's folder is not searched.
+    """
     found: dict[str, Path] = {}
     for page in sorted(html.rglob("*.html")):
-        if page.relative_to(html).parts[0] in {"_static", "_modules"}:
+        top = page.relative_to(html).parts[0]
+        if top in {"_static", "_modules"} or top in EDITION_FOLDERS.values():
             continue
         soup = BeautifulSoup(page.read_text("utf-8"), "html.parser")
-        for link in soup.select("a.download[href$='.ipynb']"):
+        for link in soup.select(f"a[href$='{suffix}']"):
             href = link["href"].split("#", 1)[0]
             found[Path(href).name] = (page.parent / href).resolve()
     return found
 
 
-NOTEBOOKS = offered_notebooks(build_dir() / "html")
+def edition_html(edition: str) -> Path:
+    return build_dir() / "html" / EDITION_FOLDERS[edition]
+
+
+DOWNLOADS = {
+    f"{edition}/{name}": path
+    for edition in EDITION_FOLDERS
+    for name, path in offered_files(edition_html(edition), ".ipynb").items()
+}
 # With no build there is nothing to parametrize over; one case that fails
 # says so (a missing build is a failure, never a skip).
-NAMES = sorted(NOTEBOOKS) or ["<no notebooks found>"]
+NAMES = sorted(DOWNLOADS) or ["<no notebooks found>"]
 
 
-def notebook(name: str) -> nbformat.NotebookNode:
-    if name not in NOTEBOOKS:
+def _notebook(name: str) -> nbformat.NotebookNode:
+    if name not in DOWNLOADS:
         pytest.fail(
             f"No notebook downloads in {build_dir() / 'html'}: run `make html` "
             "first (or set BUILDDIR).",
             pytrace=False,
         )
-    path = NOTEBOOKS[name]
-    assert path.is_file(), f"{name}: the page links to {path}, which is missing"
-    return nbformat.read(path, as_version=4)
+    return nbformat.read(DOWNLOADS[name], as_version=4)
 
 
 def imported_modules(source: str) -> set[str]:
@@ -120,25 +134,50 @@ def test_pins_satisfy_the_notebooks_extra():
         assert requirement.specifier.contains(pinned), f"{requirement} vs {pinned}"
 
 
-def test_the_site_offers_notebooks(site):
-    """Every executed page links its notebook (so the cases below are all)."""
+def test_every_executed_page_offers_its_notebook_in_both_editions(site):
     executed = {p.docname.rsplit("/", 1)[-1] for p in site.pages if p.is_notebook}
     assert executed, "no page was executed by myst-nb"
-    assert {f"{name}.ipynb" for name in executed} == set(NOTEBOOKS)
+    offered = {n.split("/", 1)[1] for n in DOWNLOADS if n.startswith(site.edition)}
+    assert offered == {f"{name}.ipynb" for name in executed}
+
+
+def test_the_notes_offer_one_wheel_of_this_version(site):
+    wheels = offered_files(site.html, ".whl")
+    assert list(wheels) == [WHEEL], wheels
+    assert wheels[WHEEL].is_file()
+
+
+def test_the_archive_holds_every_download_and_the_wheel(site):
+    """The front page's archive: the same bytes as the page downloads."""
+    archives = offered_files(site.html, ".zip")
+    assert list(archives) == [ARCHIVE], archives
+    with zipfile.ZipFile(archives[ARCHIVE]) as archive:
+        names = archive.namelist()
+        assert WHEEL in names
+        wheel = offered_files(site.html, ".whl")[WHEEL]
+        assert archive.read(WHEEL) == wheel.read_bytes()
+        notebooks = {Path(n).name: n for n in names if n.endswith(".ipynb")}
+        prefix = f"{site.edition}/"
+        offered = {
+            n[len(prefix) :]: p for n, p in DOWNLOADS.items() if n.startswith(prefix)
+        }
+        assert set(notebooks) == set(offered)
+        for name, path in offered.items():
+            assert archive.read(notebooks[name]) == path.read_bytes(), name
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_download_does_not_import_myst_nb(name):
-    cells = [c for c in notebook(name).cells if c.cell_type == "code"]
+    cells = [c for c in _notebook(name).cells if c.cell_type == "code"]
     bad = [c.source for c in cells if "myst_nb" in imported_modules(c.source)]
     assert not bad, f"{name} imports myst_nb, which a reader does not have:\n" + (
         "\n---\n".join(bad)
     )
 
 
-def _run(command: list[str], log: list[str]) -> None:
+def _run(command: list, log: list[str], cwd: Path) -> None:
     start = time.perf_counter()
-    done = subprocess.run(command, capture_output=True, text=True)
+    done = subprocess.run(command, capture_output=True, text=True, cwd=cwd)
     seconds = time.perf_counter() - start
     log.append(f"{seconds:6.1f} s  {' '.join(map(str, command))}")
     if done.returncode:
@@ -150,65 +189,65 @@ def _run(command: list[str], log: list[str]) -> None:
 
 
 @pytest.fixture(scope="module")
-def reader_kernel(tmp_path_factory):
-    """A fresh environment with only ``.[notebooks]``; its kernel's folder."""
-    if not NOTEBOOKS:
-        pytest.fail("No notebook downloads in the build: run `make html` first.")
+def reader(tmp_path_factory):
+    """A fresh environment made as the notes say, from the site's wheel alone."""
+    wheels = offered_files(edition_html("en"), ".whl")
+    if WHEEL not in wheels:
+        pytest.fail(f"No {WHEEL} offered in {build_dir() / 'html'}: run `make html`.")
     home = tmp_path_factory.mktemp("reader")
+    downloads = home / "downloads"  # what the reader saved: the wheel, nothing else
+    downloads.mkdir()
+    shutil.copy(wheels[WHEEL], downloads / WHEEL)
     venv = home / "venv"
     python = venv / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", python]
     pip += ["--disable-pip-version-check", "install", "-q", "--no-compile"]
     log: list[str] = []
     start = time.perf_counter()
-    _run([sys.executable, "-m", "venv", "--without-pip", venv], log)
-    _run([*pip, TORCH], log)
-    _run([*pip, "-e", f"{ROOT}[notebooks]"], log)
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], log, home)
+    _run([*pip, TORCH], log, home)
+    _run([*pip, f"{WHEEL}[notebooks]"], log, downloads)  # the notes' command
     kernels = home / "jupyter"
-    _run(
-        [python, "-m", "ipykernel", "install", "--prefix", kernels, "--name", KERNEL],
-        log,
-    )
+    command = [python, "-m", "ipykernel", "install", "--prefix", kernels]
+    _run([*command, "--name", KERNEL], log, home)
     log.append(f"{time.perf_counter() - start:6.1f} s  in all")
-    report = "\n".join(["fresh notebook environment:", *log])
-    print(report)
-    if os.environ.get("NOTEBOOK_ENV_LOG"):
-        with open(os.environ["NOTEBOOK_ENV_LOG"], "a") as out:
-            out.write(report + "\n")
+    print("\n".join(["fresh reader environment:", *log]))
     return {"python": python, "jupyter_path": kernels / "share" / "jupyter"}
 
 
-def test_reader_environment_is_separate(reader_kernel):
-    """The kernel's Python sees neither the build's packages nor the checkout."""
+def test_the_reader_environment_has_the_wheel_not_the_repository(reader):
     probe = (
-        "import importlib.util as u, os, sys, attention;"
+        "import importlib.util as u, sys, attention, attention.bench;"
         "print(sys.prefix == sys.base_prefix, u.find_spec('myst_nb') is None,"
-        " u.find_spec('sphinx') is None, os.path.dirname(attention.__file__))"
+        " u.find_spec('sphinx') is None, attention.__file__)"
     )
     done = subprocess.run(
-        [reader_kernel["python"], "-c", probe],
+        [reader["python"], "-c", probe],
         capture_output=True,
         text=True,
-        cwd=reader_kernel["python"].parents[2],
+        cwd=reader["python"].parents[2],
         check=True,
     )
     in_base, no_myst, no_sphinx, package = done.stdout.split()
     assert (in_base, no_myst, no_sphinx) == ("False", "True", "True")
-    assert Path(package) == ROOT / "attention"  # the editable install
-    spec = reader_kernel["jupyter_path"] / "kernels" / KERNEL / "kernel.json"
+    assert "site-packages" in Path(package).parts, package
+    assert ROOT not in Path(package).parents, "the repository's package was imported"
+    spec = reader["jupyter_path"] / "kernels" / KERNEL / "kernel.json"
     argv = json.loads(spec.read_text("utf-8"))["argv"]
-    assert Path(argv[0]) == reader_kernel["python"], "the kernel is another Python"
+    assert Path(argv[0]) == reader["python"], "the kernel is another Python"
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_download_runs_in_a_fresh_environment(
-    name, reader_kernel, tmp_path, monkeypatch
-):
-    nb = notebook(name)
-    # jupyter_client finds kernels through JUPYTER_PATH; only ours is named so.
-    monkeypatch.setenv("JUPYTER_PATH", str(reader_kernel["jupyter_path"]))
-    workdir = tmp_path / "reader"
-    workdir.mkdir()
+def run_notebook(path: Path, jupyter_path: Path, workdir: Path) -> tuple[str, float]:
+    """Run one notebook in the reader's kernel; ``("", seconds)`` when it passes.
+
+    Called in a worker process: the environment variable is the process's own.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError
+
+    os.environ["JUPYTER_PATH"] = str(jupyter_path)
+    workdir.mkdir(parents=True)
+    nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
         kernel_name=KERNEL,
@@ -216,17 +255,48 @@ def test_download_runs_in_a_fresh_environment(
         resources={"metadata": {"path": str(workdir)}},
     )
     start = time.perf_counter()
-    failure = None
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as error:
-        failure = ANSI.sub("", str(error))
-    if failure:  # outside the except block: no chained traceback above it
+        return ANSI.sub("", str(error)) or type(error).__name__, 0.0
+    ran = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    if not ran or not all(c.execution_count for c in ran):
+        return "cells were not run", 0.0
+    return "", time.perf_counter() - start
+
+
+@pytest.fixture(scope="module")
+def runs(reader, tmp_path_factory):
+    """Every download of both editions, run two at a time: name -> (failure, s)."""
+    work = tmp_path_factory.mktemp("runs")
+    start = time.perf_counter()
+    with ProcessPoolExecutor(WORKERS) as pool:
+        futures = {
+            name: pool.submit(
+                run_notebook,
+                DOWNLOADS[name],
+                reader["jupyter_path"],
+                work / name.replace("/", "-"),
+            )
+            for name in sorted(DOWNLOADS)
+        }
+        results = {name: future.result() for name, future in futures.items()}
+    print(
+        f"{len(results)} downloads in {time.perf_counter() - start:.1f} s, "
+        f"{WORKERS} at a time"
+    )
+    return results
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_download_runs_in_a_fresh_environment(name, runs):
+    if name not in runs:
+        _notebook(name)  # fails with the reason: no build
+    failure, seconds = runs[name]
+    if failure:
         pytest.fail(
             f"{name} fails in a fresh environment with only "
-            f'`pip install -e ".[notebooks]"`:\n{failure}',
+            f'`pip install "{WHEEL}[notebooks]"`:\n{failure}',
             pytrace=False,
         )
-    print(f"{name}: {time.perf_counter() - start:.1f} s")
-    ran = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
-    assert ran and all(c.execution_count for c in ran), f"{name}: cells not run"
+    print(f"{name}: {seconds:.1f} s")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -150,16 +151,15 @@ def test_every_exercise_has_a_collapsed_solution(site):
     problems = []
     for page in site.book_pages:
         solutions = page.article.select("div.solution")
-        # A solution's title repeats its exercise's: "Solution to Exercise 3.1:
-        # ..." (as plain text: see book/_ext/exercise_titles.py).
-        solved = [" ".join(t.get_text().split()) for t in page.article.select(
-            "div.solution > .admonition-title")]  # fmt: skip
-        for exercise in page.article.select("div.exercise"):
-            title = exercise.select_one(".admonition-title")
-            wanted = " ".join(title.get_text().split()) if title else "?"
-            if not any(text.endswith(wanted) for text in solved):
+        # Each solution follows its exercise (exercise_style in conf.py): the
+        # next exercise or solution after an exercise is its solution.
+        boxes = page.article.select("div.exercise, div.solution")
+        for here, after in zip(boxes, [*boxes[1:], None], strict=True):
+            if "exercise" in here.get("class", []) and (
+                after is None or "solution" not in after.get("class", [])
+            ):
                 problems.append(
-                    f"{page.docname}: exercise {exercise.get('id')} has no solution"
+                    f"{page.docname}: exercise {here.get('id')} has no solution"
                 )
         for solution in solutions:
             classes = set(solution.get("class", []))
@@ -255,6 +255,11 @@ def test_exercise_titles_read_exercise_number_colon(site):
     assert not wrong, wrong
 
 
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+WHEEL = f"attention-{VERSION}-py3-none-any.whl"
+INSTALL = f'pip install "{WHEEL}[notebooks]"'
+
+
 def test_executed_pages_offer_their_notebook(site):
     executed = {p.docname for p in site.book_pages if p.is_notebook}
     with_cells = {p.docname for p in site.book_pages if p.has_cells}
@@ -270,8 +275,13 @@ def test_executed_pages_offer_their_notebook(site):
             problems.append(f"{docname}: {len(links)} notebook download links")
             continue
         note = links[0].find_parent("div", class_="nb-download-tip")
-        if note is None or 'pip install -e ".[notebooks]"' not in note.get_text():
-            problems.append(f"{docname}: the download note lacks the install command")
+        if note is None or INSTALL not in note.get_text():
+            problems.append(f"{docname}: the download note lacks {INSTALL}")
+        else:
+            for suffix in (".whl", ".zip"):
+                found = [a for a in note.select("a") if a["href"].endswith(suffix)]
+                if len(found) != 1 or not page.resolve(found[0]["href"]).is_file():
+                    problems.append(f"{docname}: the note's {suffix} link is broken")
         target = page.resolve(links[0]["href"])
         name = docname.rsplit("/", 1)[-1] + ".ipynb"
         if target.name != name:

@@ -5,15 +5,9 @@ No build needed: these run with the unit tests (``make unit``).
 
 from __future__ import annotations
 
-import doctest
-import importlib.util
-from pathlib import Path
-
 from bs4 import BeautifulSoup
 from test_site_content import number_pattern
 from test_site_offline import external_assets, external_css_urls
-
-ROOT = Path(__file__).resolve().parents[2]
 
 OFFLINE_PAGE = """<html><head>
 <link rel="stylesheet" href="https://cdn.example/theme.css">
@@ -66,13 +60,3 @@ def test_numbers_match_whole_printed_values_only():
     assert pattern.search("tensor([0.5517, 0.4483, 0.0000])")
     assert not pattern.search("0.44830 -0.4483 10.4483")
     assert number_pattern("-0.0739").search("tensor([[-0.0739,  0.0713]])")
-
-
-def test_nb_streams_examples():
-    """book/_ext is not on pytest's doctest path: run the extension's examples."""
-    path = ROOT / "book" / "_ext" / "nb_streams.py"
-    spec = importlib.util.spec_from_file_location("nb_streams", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = doctest.testmod(module)
-    assert result.attempted and not result.failed
