@@ -17,9 +17,13 @@ what is read, and does nothing in a serial build.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
-import re
+
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
 
 # Rough costs in seconds on the 2-core machine; only their ratios matter.
 KERNEL_SECONDS = 4.0  # start a kernel, import torch and matplotlib, shut it down
@@ -27,18 +31,37 @@ CELL_SECONDS = 0.1
 AUTODOC_SECONDS = 2.0  # autodoc imports the package, and with it torch
 PAGE_SECONDS = 0.3
 
-_CODE_CELL = re.compile(r"^```\{code-cell\}", re.MULTILINE)
-_AUTODOC = re.compile(r"^\.\. auto\w+::|^```\{auto\w+\}", re.MULTILINE)
-
 
 def estimated_cost(source: str) -> float:
-    """Seconds that reading a page with this source costs, roughly."""
-    cells = len(_CODE_CELL.findall(source))
+    """Seconds that reading a page with this source costs, roughly.
+
+    The page is read with myst-parser's markdown-it parser: its code cells
+    and autodoc directives are fences.
+
+    >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n")
+    4.1
+    """
+    fences = [t for t in _markdown().parse(source) if t.type == "fence"]
+    cells = sum(t.info.startswith("{code-cell}") for t in fences)
     if cells:
         return KERNEL_SECONDS + CELL_SECONDS * cells
-    if _AUTODOC.search(source):
+    if any(_is_autodoc(t.info, t.content) for t in fences):
         return AUTODOC_SECONDS
     return PAGE_SECONDS
+
+
+def _is_autodoc(info: str, content: str) -> bool:
+    """``{autoclass}``-like fences, or reStructuredText ``.. auto*::`` inside one."""
+    if info.startswith("{auto"):
+        return True
+    return info.startswith("{eval-rst}") and any(
+        line.strip().startswith(".. auto") for line in content.splitlines()
+    )
+
+
+@functools.cache
+def _markdown():
+    return create_md_parser(MdParserConfig(), RendererHTML)
 
 
 def chunk_sizes(count: int, nproc: int, maxbatch: int = 10) -> list[int]:
