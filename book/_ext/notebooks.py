@@ -592,6 +592,8 @@ def setup(app):
     app.connect("builder-inited", _check_dist)
     app.connect("env-before-read-docs", _load_catalog)
     app.connect("source-read", _depend_on_package)
-    app.connect("doctree-read", _offer_download)
+    # Before Sphinx's collectors (500): its download collector registers the
+    # files the note links, so that they are copied into _downloads.
+    app.connect("doctree-read", _offer_download, priority=400)
     app.connect("build-finished", _write_archive)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -154,7 +154,7 @@ def test_every_exercise_has_a_collapsed_solution(site):
         # Each solution follows its exercise (exercise_style in conf.py): the
         # next exercise or solution after an exercise is its solution.
         boxes = page.article.select("div.exercise, div.solution")
-        for here, after in zip(boxes, [*boxes[1:], None], strict=True):
+        for here, after in zip(boxes, [*boxes[1:], None][: len(boxes)], strict=True):
             if "exercise" in here.get("class", []) and (
                 after is None or "solution" not in after.get("class", [])
             ):
