@@ -26,10 +26,7 @@ from urllib.parse import quote
 import nbformat
 import pytest
 from conftest import ROOT, Site, load_site
-
-sys.path.insert(0, str(ROOT / "book" / "_ext"))
-
-from i18n_code import code_tokens  # noqa: E402
+from i18n_code import code_tokens
 
 ZH = "zh_CN"
 CJK = re.compile(r"[\u4e00-\u9fff]")
