@@ -180,3 +180,18 @@ def test_the_code_archive_holds_every_notebook_and_the_wheel_and_is_reproducible
         assert sorted(archive.namelist()) == sorted([*notebooks, wheel.name])
         assert archive.read("chapter3/a.ipynb") == b"{}"
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_myst_nb_still_puts_its_notebooks_next_to_the_output_folder():
+    """Why ``_own_output_folder`` exists (MyST-NB issue 129): fails once it changes.
+
+    Then look for an option that places the folder, and use it instead.
+    """
+    import inspect
+
+    from myst_nb import sphinx_ext
+
+    assert sphinx_ext.OUTPUT_FOLDER == "jupyter_execute"
+    assert "Path(app.outdir).parent.joinpath(OUTPUT_FOLDER)" in inspect.getsource(
+        sphinx_ext
+    )

@@ -563,7 +563,9 @@ def _own_output_folder(app) -> None:
 
     myst-nb saves them next to the output folder, which for
     ``_build/html/zh_CN`` is inside the English site: use
-    ``_build/jupyter_execute-zh_CN`` instead.
+    ``_build/jupyter_execute-zh_CN`` instead. myst-nb has no option for the
+    folder (upstream: executablebooks/MyST-NB issue 129, open);
+    ``tests/test_notebooks_ext.py`` fails when its placement changes.
     """
     config = getattr(app.env, "mystnb_config", None)
     if not is_translated(app) or config is None:

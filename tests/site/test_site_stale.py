@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 from compare_builds import compare
+from conftest import build_dir
 
 pytestmark = pytest.mark.slow
 
@@ -182,6 +183,8 @@ def make_project(folder: Path) -> Path:
         shutil.copytree(ROOT / "book" / part, folder / "book" / part, ignore=ignore)
     for name in ("conf.py", "pyproject.toml"):
         shutil.copy2(ROOT / name, folder / name)
+    # The wheel and sdist the pages offer: make html built them before Sphinx.
+    shutil.copytree(build_dir() / "dist", folder / "_build" / "dist")
     (folder / "book" / "index.md").write_text(INDEX)
     (folder / "book" / "uses-package.md").write_text(USES_PACKAGE)
     (folder / "book" / "no-package.md").write_text(NO_PACKAGE)
