@@ -64,7 +64,8 @@ def pad_sequences(
     _check_sequences(sequences, side)
     num_tokens = max(len(seq) for seq in sequences)
     first = sequences[0]
-    padded = first.new_full((len(sequences), num_tokens, *first.shape[1:]), value)
+    shape = (len(sequences), num_tokens, *first.shape[1:])  # (b, T, ...)
+    padded = first.new_full(shape, value)
     attention_mask = torch.zeros(
         len(sequences), num_tokens, dtype=torch.long, device=first.device
     )
@@ -126,8 +127,9 @@ def padded_causal_mask(attention_mask: torch.Tensor) -> torch.Tensor:
                  [1, 0, 0]]], dtype=torch.int32)
     """
     padded = key_padding_mask(attention_mask)  # (b, T)
-    causal = causal_mask(attention_mask.shape[1], device=attention_mask.device)
-    # (T, T) | (b, 1, T) -> (b, T, T): a padded key is hidden from every query
+    num_tokens = attention_mask.shape[1]
+    causal = causal_mask(num_tokens, device=attention_mask.device)  # (T, T)
+    # Hide padded keys from every query: (T, T) | (b, 1, T) -> (b, T, T)
     return causal | padded[:, None, :]
 
 
@@ -178,11 +180,12 @@ class PaddedMultiHeadAttention(MultiHeadAttention):
     ) -> torch.Tensor:
         check_batch(self, x)
         b, num_tokens, d_in = x.shape
-        hidden = self.mask[:num_tokens, :num_tokens]  # (T, T), True = masked out
+        # True = masked out: the causal triangle, then the padded keys
+        hidden = self.mask[:num_tokens, :num_tokens]  # (T, T)
         if attention_mask is not None:
             _check_attention_mask(attention_mask, x)
-            padded = key_padding_mask(attention_mask)  # (b, T), True = padding
-            # (T, T) | (b, 1, 1, T) -> (b, 1, T, T): per sequence, for all heads
+            padded = key_padding_mask(attention_mask)  # (b, T)
+            # One mask per sequence: (T, T) | (b, 1, 1, T) -> (b, 1, T, T)
             hidden = hidden | padded[:, None, None, :]
 
         queries = self.W_query(x)  # (b, T, d_in) -> (b, T, d_out)
