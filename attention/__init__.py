@@ -15,6 +15,8 @@ One module per idea of the chapter:
 - :mod:`attention.variants`: ``VARIANTS``, the registry of every class
   interchangeable with ``MultiHeadAttention``, and ``copy_weights``;
   :mod:`attention.bench` times the registry
+- :mod:`attention.padding`: padding masks and ``PaddedMultiHeadAttention``,
+  for batches of sequences of different lengths (beyond the chapter)
 - :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
   on a task with a known answer (beyond the chapter)
 """
@@ -42,6 +44,12 @@ from .multihead import (
     count_parameters,
     parameter_breakdown,
 )
+from .padding import (
+    PaddedMultiHeadAttention,
+    key_padding_mask,
+    pad_sequences,
+    padded_causal_mask,
+)
 from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_sum
 from .variants import VARIANTS, copy_weights
@@ -54,6 +62,7 @@ __all__ = [
     "FusedQKVMultiHeadAttention",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
+    "PaddedMultiHeadAttention",
     "SDPAMultiHeadAttention",
     "SelfAttention_v1",
     "SelfAttention_v2",
@@ -66,8 +75,11 @@ __all__ = [
     "count_parameters",
     "dot_scores",
     "example_inputs",
+    "key_padding_mask",
     "mask_with_neg_inf",
     "order_blind_accuracy",
+    "pad_sequences",
+    "padded_causal_mask",
     "parameter_breakdown",
     "previous_token_data",
     "previous_token_mass",
