@@ -10,6 +10,7 @@ from checks import (
     assert_batch_independent,
     assert_causal,
     assert_eval_is_deterministic,
+    assert_padding_changes_no_real_token,
 )
 
 from attention import (
@@ -37,11 +38,6 @@ def _module(d_in=3, d_out=4, context_length=8, num_heads=2, qkv_bias=False, seed
     ).eval()
 
 
-def _real(attention_mask, i):
-    """Positions of sequence i's real tokens, in order."""
-    return attention_mask[i].nonzero().squeeze(-1)
-
-
 # --- the central property ----------------------------------------------------------
 
 
@@ -55,17 +51,21 @@ def test_every_real_token_gets_the_output_of_its_sentence_alone(
     side, lengths, d_in, d_out, num_heads, qkv_bias
 ):
     module = _module(d_in, d_out, 8, num_heads, qkv_bias)
-    sentences = _sentences(lengths, d_in)
-    x, attention_mask = pad_sequences(sentences, side=side, value=7.0)
-    out = module(x, attention_mask)
-    assert torch.isfinite(out).all(), "padding produced nan or inf"
-    for i, sentence in enumerate(sentences):
-        alone = module(sentence[None])[0]  # (T_i, d_out)
-        torch.testing.assert_close(
-            out[i, _real(attention_mask, i)],
-            alone,
-            msg=f"{side} padding changed a real token of sequence {i}",
-        )
+    assert_padding_changes_no_real_token(module, _sentences(lengths, d_in), side)
+
+
+def test_the_check_catches_a_module_that_ignores_the_mask():
+    class IgnoresTheMask(MultiHeadAttention):
+        def forward(self, x, attention_mask=None):
+            return super().forward(x)
+
+    torch.manual_seed(0)
+    broken = IgnoresTheMask(3, 4, 8, 0.0, 2).eval()
+    sentences = _sentences((5, 2), 3)
+    with pytest.raises(AssertionError, match="left padding changed a real token"):
+        assert_padding_changes_no_real_token(broken, sentences, "left")
+    # Right pads lie in the future: the causal mask alone hides them.
+    assert_padding_changes_no_real_token(broken, sentences, "right")
 
 
 @pytest.mark.parametrize("side", ["left", "right"])
