@@ -6,33 +6,43 @@ gets it (``make serve`` or any static host), and Chromium treats ``file://``
 differently (``fetch()`` of the notebook downloads is refused there, for one).
 Every request to another origin is aborted and recorded.
 
-One module fixture visits each page once and records what happened; the tests
-below each check one promise over all pages, so a failure lists every page
-that breaks it. Runs on each edition. Screenshots go to
-``$BUILDDIR/screenshots/<edition>/<page>.png`` (1280
-pixels wide) and, for the chapter's pages, ``<page>-phone.png`` (390 wide).
+One fixture visits each page of both editions once, the two editions at the
+same time (a thread, a browser and a server each: the machine has two cores),
+and records what happened; the tests below each check one promise over all
+pages, so a failure lists every page that breaks it. The browser asks for
+reduced motion, so the theme's colour transitions do not run and nothing
+waits for them.
 
 axe-core (the copy inside the ``axe-playwright-python`` package, injected into
-the page, so nothing is fetched) checks every page in the light and in the dark
-colour scheme, after its math is typeset and its solutions are opened, with
-the mouse off the page and transitions finished; then the colour contrast of
-the page's first link once more with the mouse on it (the theme's hover colour).
-Every violation it finds is written to ``$BUILDDIR/axe-<edition>.json``; the test fails
-on the serious and critical ones.
+the page, so nothing is fetched) checks every page after its math is typeset
+and its solutions are opened, with the mouse off the page: every rule in the
+light colour scheme, then the rules a colour scheme changes (colour contrast,
+links told apart from text by colour) in the dark one, and colour contrast
+once more with the mouse on the page's first link (the theme's hover colour).
+Every violation it finds is written to ``$BUILDDIR/axe-<edition>.json``; the
+test fails on the serious and critical ones.
+
+Screenshots on request: ``SCREENSHOTS=1`` saves every page to
+``$BUILDDIR/screenshots/<edition>/<page>.png`` (1280 pixels wide) and, for
+the chapter's pages, ``<page>-phone.png`` (390 wide).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import os
 import re
 import shutil
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import nbformat
 import pytest
 from axe_playwright_python.sync_playwright import Axe
+from conftest import EDITION_FOLDERS, load_site
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
@@ -73,22 +83,24 @@ MATHJAX_DONE = """() => (window.MathJax && MathJax.startup && MathJax.startup.pr
 BLOCKING_IMPACTS = ("serious", "critical")
 # Both colour schemes the theme offers; "auto" follows the reader's system.
 COLOR_SCHEMES = ("light", "dark")
+# The rules whose result a colour scheme can change: the others (structure,
+# names, ARIA) run once, in the first scheme.
+COLOR_RULES = ["color-contrast", "link-in-text-block"]
 THEME_IS = "scheme => document.documentElement.dataset.theme === scheme"
 # axe-core 4.12.1 fetches a stylesheet's relative @import against the page's
 # URL (axe-core issue 5268): the theme's `@import "../basic.css"` becomes a
 # request for /basic.css, a 404 in the console. Its CSSOM preload serves only
 # the css-orientation-lock rule, and the theme locks no orientation.
 AXE_OPTIONS = {"resultTypes": ["violations"], "preload": False}
+AXE_COLOR_OPTIONS = {**AXE_OPTIONS, "runOnly": COLOR_RULES}
 AXE_HOVER_OPTIONS = {**AXE_OPTIONS, "runOnly": ["color-contrast"]}
 FIRST_LINK = "article a.reference"  # the first visible one is hovered
-# Finished colour transitions (the theme fades colours when the scheme changes),
-# at most 3 s; endless animations are not waited for.
-TRANSITIONS_DONE = """() => Promise.race([
-  Promise.all(document.getAnimations()
-    .filter(a => a.effect.getComputedTiming().iterations !== Infinity)
-    .map(a => a.finished.catch(() => null))),
-  new Promise(resolve => setTimeout(resolve, 3000)),
-]).then(() => true)"""
+# Colour transitions still running: none, with reduced motion. axe reads the
+# colours of the moment, so a test fails if the theme stops honouring it.
+RUNNING_TRANSITIONS = """() => document.getAnimations()
+  .filter(a => a.playState === "running"
+            && a.effect.getComputedTiming().iterations !== Infinity).length"""
+SCREENSHOTS = bool(os.environ.get("SCREENSHOTS"))
 REST = "() => document.activeElement && document.activeElement.blur()"
 FETCH = """async href => {
   const response = await fetch(href);
@@ -99,18 +111,6 @@ FETCH = """async href => {
 class _QuietHandler(SimpleHTTPRequestHandler):
     def log_message(self, *args):  # keep pytest's output clean
         pass
-
-
-@pytest.fixture(scope="module")
-def origin(site):
-    """``http://127.0.0.1:<port>`` serving the built site."""
-    handler = functools.partial(_QuietHandler, directory=str(site.html))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
 
 
 class Visit:
@@ -126,6 +126,7 @@ class Visit:
         self.download_problems: list[str] = []
         self.phone_problems: list[str] = []
         self.axe: list[dict] = []  # axe-core's violations, with their scheme
+        self.axe_problems: list[str] = []  # runs that could not be trusted
         self.axe_runs: list[str] = []  # "<scheme>: axe-core <version>", per run
         self.screenshots: list = []
 
@@ -141,7 +142,7 @@ class Browser:
         self.tabs = {}
         for name, viewport in (("desktop", DESKTOP), ("phone", PHONE)):
             context = self.chromium.new_context(
-                viewport=viewport, accept_downloads=True
+                viewport=viewport, accept_downloads=True, reduced_motion="reduce"
             )
             context.route("**/*", self._route)
             tab = context.new_page()
@@ -212,21 +213,26 @@ def check_solutions(tab, visit: Visit):
 
 
 def check_accessibility(tab, visit: Visit, axe: Axe) -> None:
-    """axe-core over the page, once per colour scheme, then a hovered link."""
+    """axe-core: every rule in the first scheme, the colour rules in the other,
+    then colour contrast with the mouse on a link, in each scheme."""
     link = tab.locator(f"{FIRST_LINK} >> visible=true").first
     for scheme in COLOR_SCHEMES:
         tab.emulate_media(color_scheme=scheme)
         tab.wait_for_function(THEME_IS, arg=scheme, timeout=5000)
         tab.mouse.move(0, 0)
         tab.evaluate(REST)
-        tab.evaluate(TRANSITIONS_DONE)
-        response = axe.run(tab, options=AXE_OPTIONS).response
+        if running := tab.evaluate(RUNNING_TRANSITIONS):
+            visit.axe_problems.append(f"{scheme}: {running} transitions still run")
+        options = AXE_OPTIONS if scheme == COLOR_SCHEMES[0] else AXE_COLOR_OPTIONS
+        response = axe.run(tab, options=options).response
         engine = response["testEngine"]
-        visit.axe_runs.append(f"{scheme}: {engine['name']} {engine['version']}")
+        rules = "all rules" if options is AXE_OPTIONS else "colour rules"
+        visit.axe_runs.append(
+            f"{scheme}: {engine['name']} {engine['version']}, {rules}"
+        )
         visit.axe += [{"scheme": scheme, **v} for v in response["violations"]]
         if link.count():
             link.hover()
-            tab.evaluate(TRANSITIONS_DONE)
             hovered = axe.run(tab, FIRST_LINK, AXE_HOVER_OPTIONS).response
             visit.axe += [
                 {"scheme": f"{scheme}, link hovered", **v}
@@ -277,10 +283,11 @@ def check_download(tab, visit: Visit, click: bool):
         visit.download_problems.append(f"{href}: no code cells with outputs")
 
 
-@pytest.fixture(scope="module")
-def visits(site, origin) -> list[Visit]:
+def visit_edition(site, origin: str) -> list[Visit]:
+    """Open every page of one edition; its own playwright, for its own thread."""
     shots = site.build / "screenshots" / site.edition
-    shutil.rmtree(shots, ignore_errors=True)
+    if SCREENSHOTS:
+        shutil.rmtree(shots, ignore_errors=True)
     pages = [p for p in site.pages if not p.rel.startswith("_modules/")]
     clicked_a_download = False
     result = []
@@ -293,9 +300,10 @@ def visits(site, origin) -> list[Visit]:
                 result.append(visit)
                 tab = browser.open("desktop", visit)
                 check_math(tab, visit)
-                shot = shots / f"{page.docname}.png"
-                tab.screenshot(path=shot, full_page=True)
-                visit.screenshots.append(shot)
+                if SCREENSHOTS:
+                    shot = shots / f"{page.docname}.png"
+                    tab.screenshot(path=shot, full_page=True)
+                    visit.screenshots.append(shot)
                 check_solutions(tab, visit)
                 if page.is_notebook:
                     check_download(tab, visit, click=not clicked_a_download)
@@ -306,9 +314,10 @@ def visits(site, origin) -> list[Visit]:
                     width = tab.evaluate("document.documentElement.scrollWidth")
                     if width > PHONE["width"]:
                         visit.phone_problems.append(f"{width} px wide")
-                    shot = shots / f"{page.docname}-phone.png"
-                    tab.screenshot(path=shot, full_page=True)
-                    visit.screenshots.append(shot)
+                    if SCREENSHOTS:
+                        shot = shots / f"{page.docname}-phone.png"
+                        tab.screenshot(path=shot, full_page=True)
+                        visit.screenshots.append(shot)
         finally:
             browser.close()
     report = {v.page.rel: v.axe for v in result}
@@ -316,6 +325,39 @@ def visits(site, origin) -> list[Visit]:
         json.dumps(report, indent=1), "utf-8"
     )
     return result
+
+
+@contextlib.contextmanager
+def serve(html):
+    """``http://127.0.0.1:<port>`` serving one edition of the built site."""
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _visit_served(site) -> list[Visit]:
+    with serve(site.html) as origin:
+        return visit_edition(site, origin)
+
+
+@pytest.fixture(scope="session")
+def all_visits() -> dict[str, list[Visit]]:
+    """Both editions, visited at the same time: edition -> visits."""
+    sites = [load_site(edition) for edition in EDITION_FOLDERS]
+    with ThreadPoolExecutor(len(sites)) as pool:
+        done = dict(zip(EDITION_FOLDERS, pool.map(_visit_served, sites), strict=True))
+    return done
+
+
+@pytest.fixture
+def visits(site, all_visits) -> list[Visit]:
+    return all_visits[site.edition]
 
 
 def assert_none(visits, attribute: str, what: str) -> None:
@@ -361,6 +403,8 @@ def test_axe_checked_every_page_in_both_schemes(visits):
         schemes = [run.split(":")[0] for run in visit.axe_runs]
         assert schemes == list(COLOR_SCHEMES), f"{visit.page.rel}: {visit.axe_runs}"
         assert all("axe-core 4." in run for run in visit.axe_runs), visit.axe_runs
+        assert visit.axe_runs[0].endswith("all rules"), visit.axe_runs
+    assert_none(visits, "axe_problems", "axe runs on a page still changing colour")
 
 
 def test_no_serious_accessibility_violations(visits):
@@ -376,6 +420,9 @@ def test_no_serious_accessibility_violations(visits):
     )
 
 
-def test_screenshots_were_saved(visits):
+def test_screenshots_are_saved_when_asked_for(visits):
+    """With SCREENSHOTS set, every page has its pictures; without, none are taken."""
     missing = [s for v in visits for s in v.screenshots if not s.is_file()]
     assert not missing
+    pages = [v for v in visits if v.page.is_book_page]
+    assert all(bool(v.screenshots) == SCREENSHOTS for v in pages)
