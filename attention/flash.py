@@ -57,7 +57,7 @@ def softmax_three_pass(attn_scores: torch.Tensor) -> torch.Tensor:
         Output: ``(..., n)``
 
     Returns:
-        The attention weights: each row non-negative, summing to 1.
+        The attention weights, each row non-negative and summing to 1.
 
     Example:
         >>> scores = torch.tensor([1.0, 3.0, 2.0, 1000.0])
