@@ -408,7 +408,7 @@ class FlashMultiHeadAttention(_FusedWeights):
                 [0.2943, 0.3897]], grad_fn=<SliceBackward0>)
     """
 
-    #: Tokens per query tile and per key tile; set it on an instance to change.
+    # Tokens per query tile and per key tile; set it on an instance to change.
     tile_size: int = 64
 
     def __init__(
