@@ -68,8 +68,8 @@ def softmax_three_pass(attn_scores: torch.Tensor) -> torch.Tensor:
         >>> torch.allclose(softmax_three_pass(scores), torch.softmax(scores, -1))
         True
     """
-    m = attn_scores.amax(dim=-1, keepdim=True)  # pass 1: (..., n) -> (..., 1)
-    ell = torch.exp(attn_scores - m).sum(dim=-1, keepdim=True)  # pass 2: (..., 1)
+    m = attn_scores.amax(dim=-1, keepdim=True)  # pass 1: (..., 1)
+    ell = torch.exp(attn_scores - m).sum(dim=-1, keepdim=True)  # pass 2
     return torch.exp(attn_scores - m) / ell  # pass 3: (..., n)
 
 
@@ -111,8 +111,8 @@ def online_softmax_stats(
     m = torch.full_like(attn_scores[..., :1], -torch.inf)  # (..., 1)
     ell = torch.zeros_like(m)  # (..., 1)
     for start in range(0, attn_scores.shape[-1], tile_size):
-        tile = attn_scores[..., start : start + tile_size]  # (..., tile_size)
-        m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))  # (..., 1)
+        tile = attn_scores[..., start : start + tile_size]  # (..., tile)
+        m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))
         # Rescale the old sum to the new maximum, then add this tile's part.
         ell = ell * torch.exp(m - m_new) + torch.exp(tile - m_new).sum(
             dim=-1, keepdim=True
@@ -201,19 +201,20 @@ def attention_over_key_tiles(
     scale = queries.shape[-1] ** -0.5
     m = torch.full_like(queries[..., :1], -torch.inf)  # (..., Tq, 1)
     ell = torch.zeros_like(m)  # (..., Tq, 1)
-    o = queries.new_zeros((*queries.shape[:-1], values.shape[-1]))  # (..., Tq, hd)
+    o = torch.zeros_like(queries)  # (..., Tq, hd)
     for start in range(0, keys.shape[-2], tile_size):
         k_tile = keys[..., start : start + tile_size, :]  # (..., bk, hd)
         v_tile = values[..., start : start + tile_size, :]  # (..., bk, hd)
         # (..., Tq, hd) @ (..., hd, bk) -> (..., Tq, bk)
         attn_scores = queries @ k_tile.transpose(-2, -1) * scale
         m_new = torch.maximum(m, attn_scores.amax(dim=-1, keepdim=True))
-        p = torch.exp(attn_scores - m_new)  # unnormalised weights (..., Tq, bk)
+        p = torch.exp(attn_scores - m_new)  # unnormalised (..., Tq, bk)
         rescale = torch.exp(m - m_new)  # (..., Tq, 1)
         ell = ell * rescale + p.sum(dim=-1, keepdim=True)
         o = o * rescale + p @ v_tile  # (..., Tq, bk) @ (..., bk, hd)
         m = m_new
-    return o / ell, (m + torch.log(ell)).squeeze(-1)  # (..., Tq, hd), (..., Tq)
+    lse = (m + torch.log(ell)).squeeze(-1)  # (..., Tq, 1) -> (..., Tq)
+    return o / ell, lse  # (..., Tq, hd), (..., Tq)
 
 
 def flash_attention(
@@ -287,22 +288,22 @@ def flash_attention(
         q1 = q0 + q_tile.shape[-2]  # one past the tile's last query
         m = torch.full_like(q_tile[..., :1], -torch.inf)  # (..., bq, 1)
         ell = torch.zeros_like(m)  # (..., bq, 1)
-        o = q_tile.new_zeros((*q_tile.shape[:-1], values.shape[-1]))  # (..., bq, hd)
+        o = torch.zeros_like(q_tile)  # (..., bq, hd)
         last_key = q1 if causal else num_keys  # causal: skip tiles above it
         for k0 in range(0, last_key, tile_size):
             k_tile = keys[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
             v_tile = values[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
             # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
             attn_scores = q_tile @ k_tile.transpose(-2, -1) * scale
-            if causal and k0 + k_tile.shape[-2] > q0 + 1:  # the diagonal crosses
-                future = torch.arange(k0, k0 + k_tile.shape[-2]) > torch.arange(
-                    q0, q1
-                ).unsqueeze(1)  # (bq, bk): True where the key is in the future
+            k1 = k0 + k_tile.shape[-2]  # one past the tile's last key
+            if causal and k1 > q0 + 1:  # the diagonal crosses this tile
+                rows = torch.arange(q0, q1).unsqueeze(1)  # (bq, 1)
+                future = torch.arange(k0, k1) > rows  # (bq, bk)
                 attn_scores = attn_scores.masked_fill(future, -torch.inf)
-            # The result does not depend on m (it cancels), so no gradient
-            # needs to flow through it: detach() keeps autograd's graph small.
-            m_tile = attn_scores.detach().amax(dim=-1, keepdim=True)  # (..., bq, 1)
-            m_new = torch.maximum(m, m_tile)
+            # The result does not depend on m (it cancels), so no
+            # gradient needs to flow through it: detach() saves work.
+            m_tile = attn_scores.detach().amax(dim=-1, keepdim=True)
+            m_new = torch.maximum(m, m_tile)  # (..., bq, 1)
             p = torch.exp(attn_scores - m_new)  # unnormalised (..., bq, bk)
             rescale = torch.exp(m - m_new)  # (..., bq, 1)
             ell = ell * rescale + p.sum(dim=-1, keepdim=True)
@@ -354,7 +355,8 @@ def weights_from_lse(
         True
     """
     # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
-    attn_scores = queries @ keys.transpose(-2, -1) * queries.shape[-1] ** -0.5
+    scale = queries.shape[-1] ** -0.5
+    attn_scores = queries @ keys.transpose(-2, -1) * scale
     return torch.exp(attn_scores - lse.unsqueeze(-1))  # (..., bq, bk)
 
 
@@ -408,7 +410,7 @@ class FlashMultiHeadAttention(_FusedWeights):
                 [0.2943, 0.3897]], grad_fn=<SliceBackward0>)
     """
 
-    # Tokens per query tile and per key tile; set it on an instance to change.
+    # Tokens per query tile and per key tile; set it on an instance.
     tile_size: int = 64
 
     def __init__(
