@@ -12,6 +12,8 @@ One module per idea of the chapter:
 - :mod:`attention.cross`: ``CrossAttention`` (beyond the chapter)
 - :mod:`attention.efficient`: faster drop-in variants of ``MultiHeadAttention``
   (beyond the chapter)
+- :mod:`attention.flash`: FlashAttention from scratch, online softmax and
+  tiles, and ``FlashMultiHeadAttention`` (beyond the chapter)
 - :mod:`attention.variants`: ``VARIANTS``, the registry of every class
   interchangeable with ``MultiHeadAttention``, and ``copy_weights``;
   :mod:`attention.bench` times the registry
@@ -28,6 +30,15 @@ from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
     TorchMultiHeadAttention,
+)
+from .flash import (
+    FlashMultiHeadAttention,
+    attention_over_key_tiles,
+    flash_attention,
+    online_softmax,
+    online_softmax_stats,
+    softmax_three_pass,
+    weights_from_lse,
 )
 from .learned import (
     TinyAttentionModel,
@@ -59,6 +70,7 @@ __all__ = [
     "VARIANTS",
     "CausalAttention",
     "CrossAttention",
+    "FlashMultiHeadAttention",
     "FusedQKVMultiHeadAttention",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
@@ -68,6 +80,7 @@ __all__ = [
     "SelfAttention_v2",
     "TinyAttentionModel",
     "TorchMultiHeadAttention",
+    "attention_over_key_tiles",
     "attention_weights",
     "causal_mask",
     "copy_weights",
@@ -76,7 +89,10 @@ __all__ = [
     "dot_scores",
     "example_inputs",
     "key_padding_mask",
+    "flash_attention",
     "mask_with_neg_inf",
+    "online_softmax",
+    "online_softmax_stats",
     "order_blind_accuracy",
     "pad_sequences",
     "padded_causal_mask",
@@ -85,8 +101,10 @@ __all__ = [
     "previous_token_mass",
     "renormalize_masked",
     "simple_self_attention",
+    "softmax_three_pass",
     "softmax_naive",
     "token_accuracy",
     "train_model",
     "weighted_sum",
+    "weights_from_lse",
 ]

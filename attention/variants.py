@@ -22,6 +22,7 @@ from .efficient import (
     SDPAMultiHeadAttention,
     TorchMultiHeadAttention,
 )
+from .flash import FlashMultiHeadAttention
 from .multihead import MultiHeadAttention
 
 #: Short name -> class, the chapter's ``MultiHeadAttention`` first.
@@ -30,6 +31,7 @@ VARIANTS: dict[str, type[nn.Module]] = {
     "fused": FusedQKVMultiHeadAttention,
     "sdpa": SDPAMultiHeadAttention,
     "torch": TorchMultiHeadAttention,
+    "flash": FlashMultiHeadAttention,
 }
 
 _SIZES = ("d_in", "d_out", "num_heads")

@@ -48,10 +48,27 @@ def test_the_default_variants_are_the_registry_then_the_wrapper():
 
 
 def test_a_config_refuses_unknown_variants_and_a_missing_reference():
-    with pytest.raises(ValueError, match=r"unknown variants \['flash'\]"):
-        bench.BenchConfig(variants=("mha", "flash"))
+    with pytest.raises(ValueError, match=r"unknown variants \['nope'\]"):
+        bench.BenchConfig(variants=("mha", "nope"))
     with pytest.raises(ValueError, match="must include 'mha'"):
         bench.BenchConfig(variants=("sdpa",))
+
+
+def test_the_split_divides_the_sdpa_variants_flops_into_projections_and_core():
+    config = bench.BenchConfig.quick(batch=1, tokens=32, d_model=16, heads=2, repeats=1)
+    split = bench.time_split(config, tiled=True)
+    rows = {row["piece"]: row for row in split["rows"]}
+    assert list(rows) == [
+        "projections", "core causal", "core dense", "core tiled", "sdpa (whole)",
+    ]  # fmt: skip
+    whole = bench.flops("sdpa", 1, 32, 16, 2)
+    assert rows["projections"]["flops"] + rows["core causal"]["flops"] == whole
+    assert rows["core dense"]["flops"] == 2 * 2 * 1 * 2 * 32 * 32 * 8  # every pair
+    rate = split["matmul"]["flops_per_s"]
+    for row in rows.values():
+        assert row["bound_s"] == pytest.approx(row["flops"] / rate)
+        assert row["times_bound"] == pytest.approx(row["median_s"] / row["bound_s"])
+    assert "projections + causal core: projections" in bench.format_split(split)
 
 
 def test_timing_covers_every_variant_and_mode():

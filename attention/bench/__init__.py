@@ -18,6 +18,8 @@ One module per job:
 - ``attention.bench.timing``: interleaved timing and its statistics;
 - ``attention.bench.memory``: peak memory of a forward pass, in a child
   process;
+- ``attention.bench.split``: projections and attention core timed apart,
+  each against its bound;
 - ``attention.bench.table``: the printed report;
 - ``attention.bench.plots``: the bar and line charts;
 - ``attention.bench.runner``: one whole run, with the machine's details;
@@ -32,6 +34,7 @@ from .config import MODES, REFERENCE, WRAPPER, BenchConfig, build
 from .memory import measure_memory
 from .plots import plot_memory, plot_times
 from .runner import run
+from .split import format_split, time_split
 from .table import format_report
 from .timing import time_variants
 
@@ -43,9 +46,11 @@ __all__ = [
     "build",
     "flops",
     "format_report",
+    "format_split",
     "measure_memory",
     "plot_memory",
     "plot_times",
     "run",
+    "time_split",
     "time_variants",
 ]

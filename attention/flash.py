@@ -1,0 +1,461 @@
+"""FlashAttention from scratch: online softmax and tiles (beyond the chapter).
+
+Shape legend: ``b`` batch size, ``h`` ``num_heads``, ``T`` ``num_tokens``,
+``Tq`` and ``Tk`` the number of queries and keys, ``hd`` ``head_dim``,
+``bq`` and ``bk`` the sizes of a query tile and a key tile, ``n`` the length
+of a row of scores, ``...`` any leading (batch, head) dimensions.
+
+The algorithm behind every fast attention kernel, built in steps, one
+function each:
+
+1. :func:`softmax_three_pass`: the softmax as three passes over a row
+   (largest score, sum of exponentials, division).
+2. :func:`online_softmax_stats` and :func:`online_softmax`: the largest score
+   and the sum in *one* pass over tiles of the row, with a running maximum
+   and a running sum that is rescaled whenever the maximum grows.
+3. :func:`attention_over_key_tiles`: attention for a block of queries, one
+   tile of keys and values at a time; the running output is rescaled with
+   the running sum, so the weights are never written out.
+4. :func:`flash_attention`: tiles of queries times tiles of keys. With
+   ``causal=True`` the tiles wholly above the diagonal are skipped and only
+   the tiles on the diagonal are masked. It returns the log-sum-exp of every
+   row with the output.
+5. :func:`weights_from_lse`: why the log-sum-exp is kept: from it and the
+   queries and keys alone, any tile of attention weights can be recomputed
+   exactly, which is what a backward pass needs.
+
+:class:`FlashMultiHeadAttention` is :class:`~attention.MultiHeadAttention`
+with step 4 as its attention core; it is listed in :data:`attention.VARIANTS`.
+Everything here is plain PyTorch, so autograd differentiates it; a real
+kernel fuses each tile's steps in C++ or CUDA and writes its own backward.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ._checks import check_attention_args, check_batch, check_positive
+from .efficient import _FusedWeights
+
+
+def softmax_three_pass(attn_scores: torch.Tensor) -> torch.Tensor:
+    """The softmax of the last dimension, in three passes over each row.
+
+    Book section: Beyond the chapter, FlashAttention from scratch. Pass 1
+    finds the largest score ``m``, pass 2 sums ``exp(s - m)``, pass 3
+    divides. Subtracting ``m`` changes nothing mathematically and keeps every
+    exponential at most 1, so nothing overflows.
+
+    Args:
+        attn_scores: scores, any shape; the softmax runs over the last
+            dimension.
+
+    Shape:
+        attn_scores: ``(..., n)``
+        Output: ``(..., n)``
+
+    Returns:
+        The attention weights, each row non-negative and summing to 1.
+
+    Example:
+        >>> scores = torch.tensor([1.0, 3.0, 2.0, 1000.0])
+        >>> softmax_three_pass(scores)
+        tensor([0., 0., 0., 1.])
+        >>> _ = torch.manual_seed(0)
+        >>> scores = torch.randn(2, 5)
+        >>> torch.allclose(softmax_three_pass(scores), torch.softmax(scores, -1))
+        True
+    """
+    m = attn_scores.amax(dim=-1, keepdim=True)  # pass 1: (..., 1)
+    ell = torch.exp(attn_scores - m).sum(dim=-1, keepdim=True)  # pass 2
+    return torch.exp(attn_scores - m) / ell  # pass 3: (..., n)
+
+
+def online_softmax_stats(
+    attn_scores: torch.Tensor, tile_size: int
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The largest score and the sum of exponentials of each row, in one pass.
+
+    Book section: Beyond the chapter, FlashAttention from scratch. The row
+    is read one tile of ``tile_size`` scores at a time. A running maximum
+    ``m`` and a running sum ``ell = sum(exp(s - m))`` are kept; when a tile
+    raises the maximum from ``m`` to ``m_new``, the sum so far is multiplied
+    by ``exp(m - m_new)``, which turns every ``exp(s - m)`` in it into
+    ``exp(s - m_new)``. After the last tile, ``m`` and ``ell`` are exactly
+    the numbers of passes 1 and 2 of :func:`softmax_three_pass`.
+
+    Args:
+        attn_scores: scores; the rows are the last dimension.
+        tile_size: how many scores one step reads, at least 1.
+
+    Shape:
+        attn_scores: ``(..., n)``
+        m: ``(..., 1)``
+        ell: ``(..., 1)``
+
+    Returns:
+        ``(m, ell)``: the largest score of each row and the sum of
+        ``exp(s - m)`` over the row.
+
+    Example:
+        >>> scores = torch.tensor([[1.0, 3.0, 2.0, 5.0, 0.0]])
+        >>> m, ell = online_softmax_stats(scores, tile_size=2)
+        >>> m
+        tensor([[5.]])
+        >>> torch.allclose(ell, torch.exp(scores - 5.0).sum(-1, keepdim=True))
+        True
+    """
+    check_positive(tile_size=tile_size)
+    m = torch.full_like(attn_scores[..., :1], -torch.inf)  # (..., 1)
+    ell = torch.zeros_like(m)  # (..., 1)
+    for start in range(0, attn_scores.shape[-1], tile_size):
+        tile = attn_scores[..., start : start + tile_size]  # (..., tile)
+        m_new = torch.maximum(m, tile.amax(dim=-1, keepdim=True))
+        # Rescale the old sum to the new maximum, then add this tile's part.
+        ell = ell * torch.exp(m - m_new) + torch.exp(tile - m_new).sum(
+            dim=-1, keepdim=True
+        )
+        m = m_new
+    return m, ell
+
+
+def online_softmax(attn_scores: torch.Tensor, tile_size: int) -> torch.Tensor:
+    """The softmax of the last dimension, with its statistics from one tiled pass.
+
+    Book section: Beyond the chapter, FlashAttention from scratch.
+    :func:`online_softmax_stats` gives ``m`` and ``ell`` in one pass over
+    tiles; one more pass writes the weights ``exp(s - m) / ell``. Attention
+    does not need that second pass: it never writes the weights out (see
+    :func:`attention_over_key_tiles`).
+
+    Args:
+        attn_scores: scores; the softmax runs over the last dimension.
+        tile_size: how many scores one step reads, at least 1.
+
+    Shape:
+        attn_scores: ``(..., n)``
+        Output: ``(..., n)``
+
+    Returns:
+        The attention weights, equal to ``torch.softmax(attn_scores, -1)``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> scores = torch.randn(3, 10)
+        >>> weights = online_softmax(scores, tile_size=4)  # tiles of 4, 4, 2
+        >>> torch.allclose(weights, softmax_three_pass(scores))
+        True
+    """
+    m, ell = online_softmax_stats(attn_scores, tile_size)  # (..., 1) each
+    return torch.exp(attn_scores - m) / ell  # (..., n)
+
+
+def attention_over_key_tiles(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    tile_size: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Attention of a block of queries, one tile of keys and values at a time.
+
+    Book section: Beyond the chapter, FlashAttention from scratch. Besides
+    the running maximum ``m`` and running sum ``ell`` of
+    :func:`online_softmax_stats`, each query keeps a running output ``o``,
+    the sum of ``exp(s - m) * v`` over the keys read so far. When the maximum
+    grows, ``o`` is rescaled by ``exp(m - m_new)`` like ``ell``. After the
+    last tile, ``o / ell`` is the context vector: the weights were never
+    written out, only one tile of scores at a time existed. No mask: every
+    query sees every key.
+
+    Args:
+        queries: the queries, already scaled or not (the scores are divided
+            by ``sqrt(hd)`` here).
+        keys: the keys.
+        values: the values, one per key.
+        tile_size: keys per tile, at least 1.
+
+    Shape:
+        queries: ``(..., Tq, hd)``
+        keys: ``(..., Tk, hd)``
+        values: ``(..., Tk, hd)``
+        context_vec: ``(..., Tq, hd)``
+        lse: ``(..., Tq)``
+
+    Returns:
+        ``(context_vec, lse)``: the attention output and the log-sum-exp
+        ``m + log(ell)`` of each query's scaled scores.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = torch.randn(3, 4, 10, 8).unbind(0)  # (T, hd) = (10, 8)
+        >>> out, lse = attention_over_key_tiles(q, k, v, tile_size=3)
+        >>> expected = F.scaled_dot_product_attention(q, k, v)
+        >>> torch.allclose(out, expected, atol=1e-6)
+        True
+        >>> out.shape, lse.shape
+        (torch.Size([4, 10, 8]), torch.Size([4, 10]))
+    """
+    check_positive(tile_size=tile_size)
+    scale = queries.shape[-1] ** -0.5
+    m = torch.full_like(queries[..., :1], -torch.inf)  # (..., Tq, 1)
+    ell = torch.zeros_like(m)  # (..., Tq, 1)
+    o = torch.zeros_like(queries)  # (..., Tq, hd)
+    for start in range(0, keys.shape[-2], tile_size):
+        k_tile = keys[..., start : start + tile_size, :]  # (..., bk, hd)
+        v_tile = values[..., start : start + tile_size, :]  # (..., bk, hd)
+        # (..., Tq, hd) @ (..., hd, bk) -> (..., Tq, bk)
+        attn_scores = queries @ k_tile.transpose(-2, -1) * scale
+        m_new = torch.maximum(m, attn_scores.amax(dim=-1, keepdim=True))
+        p = torch.exp(attn_scores - m_new)  # unnormalised (..., Tq, bk)
+        rescale = torch.exp(m - m_new)  # (..., Tq, 1)
+        ell = ell * rescale + p.sum(dim=-1, keepdim=True)
+        o = o * rescale + p @ v_tile  # (..., Tq, bk) @ (..., bk, hd)
+        m = m_new
+    lse = (m + torch.log(ell)).squeeze(-1)  # (..., Tq, 1) -> (..., Tq)
+    return o / ell, lse  # (..., Tq, hd), (..., Tq)
+
+
+def flash_attention(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    causal: bool = False,
+    tile_size: int = 64,
+    dropout_p: float = 0.0,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Tiled, exact attention: query tiles times key tiles, with a running softmax.
+
+    Book section: Beyond the chapter, FlashAttention from scratch. Each tile
+    of ``tile_size`` queries walks over the key tiles with the running
+    maximum, sum and output of :func:`attention_over_key_tiles`. With
+    ``causal=True`` (queries and keys are the same positions) the walk stops
+    at the diagonal: key tiles wholly in the queries' future are never
+    computed, tiles wholly in their past need no mask, and only the tiles the
+    diagonal crosses are masked. The first key tile holds key 0, which every
+    query may see, so the running maximum is finite from the first step on.
+
+    Equivalent to ``F.scaled_dot_product_attention(queries, keys, values,
+    is_causal=causal, dropout_p=dropout_p)``, for any ``tile_size``.
+    Dropout, if any, zeroes unnormalised weights before they meet the
+    values, and leaves the running sum alone, so it acts on the normalised
+    weights as ``nn.Dropout`` would.
+
+    Args:
+        queries: the queries of every head.
+        keys: the keys; as many as queries when ``causal``.
+        values: the values, one per key.
+        causal: mask every key that comes after its query. Default:
+            ``False``.
+        tile_size: queries per query tile and keys per key tile, at least 1.
+            Need not divide the sequence length. Default: 64.
+        dropout_p: dropout probability on the attention weights. Default: 0.
+
+    Shape:
+        queries: ``(..., Tq, hd)``
+        keys: ``(..., Tk, hd)``
+        values: ``(..., Tk, hd)``
+        context_vec: ``(..., Tq, hd)``
+        lse: ``(..., Tq)``
+
+    Returns:
+        ``(context_vec, lse)``: the attention output, and the log-sum-exp of
+        each query's scaled (and masked) scores, the one number per query
+        that a backward pass needs (see :func:`weights_from_lse`).
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = torch.randn(3, 2, 4, 10, 8).unbind(0)  # (b, h, T, hd)
+        >>> out, lse = flash_attention(q, k, v, causal=True, tile_size=4)
+        >>> expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        >>> torch.allclose(out, expected, atol=1e-6)
+        True
+        >>> lse.shape
+        torch.Size([2, 4, 10])
+    """
+    check_positive(tile_size=tile_size)
+    num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+    if causal and num_queries != num_keys:
+        raise ValueError(
+            "causal flash_attention needs as many queries as keys, got "
+            f"{num_queries} queries and {num_keys} keys"
+        )
+    scale = queries.shape[-1] ** -0.5
+    out_tiles, lse_tiles = [], []
+    for q0 in range(0, num_queries, tile_size):
+        q_tile = queries[..., q0 : q0 + tile_size, :]  # (..., bq, hd)
+        q1 = q0 + q_tile.shape[-2]  # one past the tile's last query
+        m = torch.full_like(q_tile[..., :1], -torch.inf)  # (..., bq, 1)
+        ell = torch.zeros_like(m)  # (..., bq, 1)
+        o = torch.zeros_like(q_tile)  # (..., bq, hd)
+        last_key = q1 if causal else num_keys  # causal: skip tiles above it
+        for k0 in range(0, last_key, tile_size):
+            k_tile = keys[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
+            v_tile = values[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
+            # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
+            attn_scores = q_tile @ k_tile.transpose(-2, -1) * scale
+            k1 = k0 + k_tile.shape[-2]  # one past the tile's last key
+            if causal and k1 > q0 + 1:  # the diagonal crosses this tile
+                rows = torch.arange(q0, q1).unsqueeze(1)  # (bq, 1)
+                future = torch.arange(k0, k1) > rows  # (bq, bk)
+                attn_scores = attn_scores.masked_fill(future, -torch.inf)
+            # The result does not depend on m (it cancels), so no
+            # gradient needs to flow through it: detach() saves work.
+            m_tile = attn_scores.detach().amax(dim=-1, keepdim=True)
+            m_new = torch.maximum(m, m_tile)  # (..., bq, 1)
+            p = torch.exp(attn_scores - m_new)  # unnormalised (..., bq, bk)
+            rescale = torch.exp(m - m_new)  # (..., bq, 1)
+            ell = ell * rescale + p.sum(dim=-1, keepdim=True)
+            if dropout_p > 0.0:
+                p = F.dropout(p, dropout_p)  # the weights, not the sum
+            o = o * rescale + p @ v_tile  # (..., bq, bk) @ (..., bk, hd)
+            m = m_new
+        out_tiles.append(o / ell)  # (..., bq, hd)
+        lse_tiles.append((m + torch.log(ell)).squeeze(-1))  # (..., bq)
+    # Tiles in query order: bq-sized pieces -> (..., Tq, hd) and (..., Tq)
+    return torch.cat(out_tiles, dim=-2), torch.cat(lse_tiles, dim=-1)
+
+
+def weights_from_lse(
+    queries: torch.Tensor, keys: torch.Tensor, lse: torch.Tensor
+) -> torch.Tensor:
+    """Recompute attention weights from the queries, the keys and the log-sum-exp.
+
+    Book section: Beyond the chapter, FlashAttention from scratch. A
+    softmax weight is ``exp(s) / sum(exp(s)) = exp(s - lse)``, with
+    ``lse = log(sum(exp(s)))`` of the query's row. So the forward pass keeps
+    one number per query, the ``lse`` that :func:`flash_attention` returns,
+    and a backward pass recomputes any tile of weights from one tile of
+    queries and one tile of keys, without the rest of the row and without
+    storing ``T x T`` weights. (Masked positions must then be masked again;
+    this function takes tiles with no masked pair.)
+
+    Args:
+        queries: a tile of queries.
+        keys: a tile of keys.
+        lse: the log-sum-exp of each query's full row of scaled scores.
+
+    Shape:
+        queries: ``(..., bq, hd)``
+        keys: ``(..., bk, hd)``
+        lse: ``(..., bq)``
+        Output: ``(..., bq, bk)``
+
+    Returns:
+        The attention weights of those queries on those keys.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = torch.randn(3, 10, 8).unbind(0)  # (T, hd)
+        >>> _, lse = flash_attention(q, k, v, tile_size=4)
+        >>> weights = torch.softmax(q @ k.T / 8**0.5, dim=-1)  # (T, T)
+        >>> tile = weights_from_lse(q[4:8], k[0:4], lse[4:8])  # one 4 x 4 tile
+        >>> torch.allclose(tile, weights[4:8, 0:4], atol=1e-6)
+        True
+    """
+    # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
+    scale = queries.shape[-1] ** -0.5
+    attn_scores = queries @ keys.transpose(-2, -1) * scale
+    return torch.exp(attn_scores - lse.unsqueeze(-1))  # (..., bq, bk)
+
+
+class FlashMultiHeadAttention(_FusedWeights):
+    """Multi-head causal attention with a tiled, FlashAttention-style core.
+
+    Book section: Beyond the chapter, FlashAttention from scratch. The fused
+    projection of :class:`~attention.FusedQKVMultiHeadAttention`, then
+    :func:`flash_attention` with ``causal=True``: queries and keys in tiles
+    of ``tile_size`` tokens, a running softmax, no ``T x T`` tensor and no
+    mask buffer. A teaching version in plain PyTorch: a Python loop over the
+    tiles, each step a separate kernel, differentiated by autograd (which
+    stores every tile's intermediate results for the backward pass).
+
+    Equivalent to :class:`~attention.MultiHeadAttention` up to rounding:
+    same parameters, same outputs, same gradients. Dropout acts on the
+    attention weights in training mode only.
+
+    Args:
+        d_in: width of each input token embedding.
+        d_out: width of the *whole* output; must be divisible by
+            ``num_heads``, and each head gets ``head_dim = d_out // num_heads``.
+        context_length: the longest sequence the module accepts.
+        dropout: dropout probability on the attention weights, in ``[0, 1)``;
+            used in training mode only.
+        num_heads: how many heads, at least 1.
+        qkv_bias: add a bias to the query, key and value projections.
+            ``out_proj`` always has one. Default: ``False``.
+
+    Shape:
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
+
+    Returns:
+        One context vector per token (from ``forward``).
+
+    Example:
+        >>> from attention import example_inputs
+        >>> inputs = example_inputs()
+        >>> batch = torch.stack((inputs, inputs))
+        >>> _ = torch.manual_seed(123)
+        >>> flash = FlashMultiHeadAttention(
+        ...     3, 2, context_length=6, dropout=0.0, num_heads=2
+        ... )
+        >>> flash.tile_size = 4  # tiles of 4 and 2 tokens
+        >>> context_vecs = flash(batch)
+        >>> context_vecs.shape
+        torch.Size([2, 6, 2])
+        >>> context_vecs[0, :2]  # MultiHeadAttention's numbers, same seed
+        tensor([[0.3190, 0.4858],
+                [0.2943, 0.3897]], grad_fn=<SliceBackward0>)
+    """
+
+    # Tokens per query tile and per key tile; set it on an instance.
+    tile_size: int = 64
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        self.d_in = d_in
+        self.d_out = d_out
+        self.context_length = context_length
+        self.num_heads = num_heads
+        self.head_dim = d_out // num_heads
+        self.qkv = nn.Linear(d_in, 3 * d_out, bias=qkv_bias)  # q | k | v
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
+        self.dropout_p = dropout  # a probability: the tiled core applies it
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_batch(self, x)
+        b, num_tokens, d_in = x.shape
+        qkv = self.qkv(x)  # (b, T, d_in) -> (b, T, 3 * d_out)
+        # (b, T, 3 * d_out) -> (b, T, 3, h, hd) -> 3 x (b, T, h, hd)
+        qkv = qkv.view(b, num_tokens, 3, self.num_heads, self.head_dim)
+        queries, keys, values = qkv.unbind(2)
+        # (b, T, h, hd) -> (b, h, T, hd)
+        queries = queries.transpose(1, 2)
+        keys = keys.transpose(1, 2)
+        values = values.transpose(1, 2)
+
+        # The tiled core: (b, h, T, hd) x 3 -> (b, h, T, hd), and the
+        # log-sum-exp (b, h, T), which a hand-written backward would keep.
+        context_vec, _ = flash_attention(
+            queries,
+            keys,
+            values,
+            causal=True,
+            tile_size=self.tile_size,
+            dropout_p=self.dropout_p if self.training else 0.0,
+        )
+        # Merge the heads: (b, h, T, hd) -> (b, T, h, hd) -> (b, T, d_out)
+        context_vec = context_vec.transpose(1, 2)
+        context_vec = context_vec.reshape(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)  # (b, T, d_out)
