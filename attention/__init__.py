@@ -17,6 +17,9 @@ One module per idea of the chapter:
   :mod:`attention.bench` times the registry
 - :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
   on a task with a known answer (beyond the chapter)
+- :mod:`attention.kv_cache`: generation with a KV cache (beyond the chapter)
+- :mod:`attention.gqa`: grouped-query and multi-query attention (beyond the
+  chapter)
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
@@ -26,6 +29,15 @@ from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
     TorchMultiHeadAttention,
+)
+from .gqa import GroupedQueryAttention, repeat_kv
+from .kv_cache import (
+    KVCache,
+    cached_attention,
+    decode_step,
+    generate_greedy,
+    generate_greedy_cached,
+    kv_cache_bytes,
 )
 from .learned import (
     TinyAttentionModel,
@@ -52,6 +64,8 @@ __all__ = [
     "CausalAttention",
     "CrossAttention",
     "FusedQKVMultiHeadAttention",
+    "GroupedQueryAttention",
+    "KVCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "SDPAMultiHeadAttention",
@@ -60,18 +74,24 @@ __all__ = [
     "TinyAttentionModel",
     "TorchMultiHeadAttention",
     "attention_weights",
+    "cached_attention",
     "causal_mask",
     "copy_weights",
     "copy_weights_v2_to_v1",
     "count_parameters",
+    "decode_step",
     "dot_scores",
     "example_inputs",
+    "generate_greedy",
+    "generate_greedy_cached",
+    "kv_cache_bytes",
     "mask_with_neg_inf",
     "order_blind_accuracy",
     "parameter_breakdown",
     "previous_token_data",
     "previous_token_mass",
     "renormalize_masked",
+    "repeat_kv",
     "simple_self_attention",
     "softmax_naive",
     "token_accuracy",
