@@ -26,7 +26,7 @@ class KVCache:
     """The keys and values of the tokens seen so far, one pair per layer.
 
     Book section: Beyond the chapter, Generation with a KV cache. Each
-    :meth:`update` appends the new tokens' keys and values along the token
+    ``update`` appends the new tokens' keys and values along the token
     axis and returns everything cached for that layer.
 
     Args:
