@@ -47,16 +47,14 @@ def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
         tensor([10., 10., 10., 20., 20., 20.])
     """
     check_positive(repeats=repeats)
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        shape = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-        raise ValueError(f"x must be a 4-dimensional tensor (b, g, T, hd), got {shape}")
+    check_4d("x", x, "(b, g, T, hd)")
     if repeats == 1:
         return x
     b, g, num_tokens, head_dim = x.shape
     # A new axis for the copies, expanded without copying:
     # (b, g, T, hd) -> (b, g, 1, T, hd) -> (b, g, r, T, hd)
     x = x[:, :, None].expand(b, g, repeats, num_tokens, head_dim)
-    # Merge the group axis and the copies: (b, g, r, T, hd) -> (b, g * r, T, hd)
+    # Merge the groups and their copies: (b, g, r, T, hd) -> (b, g * r, T, hd)
     return x.reshape(b, g * repeats, num_tokens, head_dim)
 
 
@@ -145,7 +143,8 @@ class GroupedQueryAttention(nn.Module):
         values = values.view(b, num_tokens, self.num_kv_heads, self.head_dim)
         values = values.transpose(1, 2)
 
-        # Each key/value head serves r query heads: (b, g, T, hd) -> (b, h, T, hd)
+        # Each key/value head serves r query heads:
+        # (b, g, T, hd) -> (b, h, T, hd)
         group_size = self.num_heads // self.num_kv_heads
         keys = repeat_kv(keys, group_size)
         values = repeat_kv(values, group_size)
@@ -162,6 +161,13 @@ class GroupedQueryAttention(nn.Module):
         # (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
+
+
+def check_4d(name: str, t: torch.Tensor, layout: str) -> None:
+    """Raise unless ``t`` is a tensor with 4 dimensions, laid out as ``layout``."""
+    if not isinstance(t, torch.Tensor) or t.dim() != 4:
+        got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+        raise ValueError(f"{name} must be a 4-dimensional tensor {layout}, got {got}")
 
 
 def _check_kv_heads(num_heads: int, num_kv_heads: int) -> None:

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from ._checks import check_positive
-from .gqa import repeat_kv
+from .gqa import check_4d, repeat_kv
 from .learned import TinyAttentionModel
 
 
@@ -80,9 +80,10 @@ class KVCache:
         start = self.num_tokens(layer)
         _check_new_kv(keys, values, self.keys[layer])
         if start + keys.shape[2] > self.context_length:
+            limit = self.context_length
             raise ValueError(
-                f"the cache holds at most context_length={self.context_length} "
-                f"tokens; it has {start} and got {keys.shape[2]} more"
+                f"the cache holds at most context_length={limit} tokens; "
+                f"it has {start} and got {keys.shape[2]} more"
             )
         if start == 0:
             self.keys[layer], self.values[layer] = keys, values
@@ -192,8 +193,10 @@ def cached_attention(
     queries = attn.W_query(x).view(b, num_new, attn.num_heads, head_dim)
     queries = queries.transpose(1, 2)
     # (b, T_new, d_in) -> (b, T_new, g, hd) -> (b, g, T_new, hd)
-    keys = attn.W_key(x).view(b, num_new, num_kv_heads, head_dim).transpose(1, 2)
-    values = attn.W_value(x).view(b, num_new, num_kv_heads, head_dim).transpose(1, 2)
+    keys = attn.W_key(x).view(b, num_new, num_kv_heads, head_dim)
+    keys = keys.transpose(1, 2)
+    values = attn.W_value(x).view(b, num_new, num_kv_heads, head_dim)
+    values = values.transpose(1, 2)
 
     # The only new line of the algorithm: keep the new keys and values, get
     # all of them back. (b, g, T_new, hd) -> (b, g, T_all, hd)
@@ -210,7 +213,8 @@ def cached_attention(
     attn_weights = torch.softmax(attn_scores / head_dim**0.5, dim=-1)
     attn_weights = attn.dropout(attn_weights)
 
-    # (b, h, T_new, T_all) @ (b, h, T_all, hd) -> (b, h, T_new, hd) -> (b, T_new, h, hd)
+    # (b, h, T_new, T_all) @ (b, h, T_all, hd) -> (b, h, T_new, hd)
+    # -> (b, T_new, h, hd)
     context_vec = (attn_weights @ values).transpose(1, 2)
     # (b, T_new, h, hd) -> (b, T_new, d_out)
     context_vec = context_vec.contiguous().view(b, num_new, attn.d_out)
@@ -255,7 +259,7 @@ def decode_step(
     num_new = token_ids.shape[1]
     x = model.tok_emb(token_ids)  # (b, T_new) -> (b, T_new, d)
     if model.pos_emb is not None:
-        positions = torch.arange(start, start + num_new, device=token_ids.device)
+        positions = torch.arange(start, start + num_new, device=x.device)
         x = x + model.pos_emb(positions)  # (b, T_new, d) + (T_new, d)
     context_vec = cached_attention(model.attn, x, cache)  # (b, T_new, d)
     return model.out_head(context_vec)  # (b, T_new, d) -> (b, T_new, V)
@@ -296,11 +300,12 @@ def generate_greedy(
     _check_generation(model, token_ids, max_new_tokens)
     step_logits = []
     for _ in range(max_new_tokens):
-        logits = model(token_ids)[:, -1]  # (b, T_all) -> (b, T_all, V) -> (b, V)
+        logits = model(token_ids)[:, -1]  # (b, T_all, V) -> (b, V)
         step_logits.append(logits)
         next_id = logits.argmax(dim=-1, keepdim=True)  # (b, V) -> (b, 1)
         token_ids = torch.cat((token_ids, next_id), dim=1)  # (b, T_all + 1)
-    return token_ids, torch.stack(step_logits, dim=1)  # n x (b, V) -> (b, n, V)
+    logits = torch.stack(step_logits, dim=1)  # n x (b, V) -> (b, n, V)
+    return token_ids, logits
 
 
 @torch.no_grad()
@@ -341,21 +346,18 @@ def generate_greedy_cached(
         token_ids = torch.cat((token_ids, next_id), dim=1)  # (b, T_all + 1)
         logits = decode_step(model, next_id, cache)[:, -1]  # one token: (b, V)
         step_logits.append(logits)
-    next_id = logits.argmax(dim=-1, keepdim=True)  # the last token, never fed
+    next_id = logits.argmax(dim=-1, keepdim=True)  # the last one, never fed
     token_ids = torch.cat((token_ids, next_id), dim=1)
-    return token_ids, torch.stack(step_logits, dim=1)  # n x (b, V) -> (b, n, V)
+    logits = torch.stack(step_logits, dim=1)  # n x (b, V) -> (b, n, V)
+    return token_ids, logits
 
 
 def _check_new_kv(
     keys: torch.Tensor, values: torch.Tensor, cached: torch.Tensor | None
 ) -> None:
     """Raise unless ``keys`` and ``values`` fit each other and the cached ones."""
-    for name, t in (("keys", keys), ("values", values)):
-        if not isinstance(t, torch.Tensor) or t.dim() != 4:
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(
-                f"{name} must be a 4-dimensional tensor (b, g, T_new, hd), got {got}"
-            )
+    check_4d("keys", keys, "(b, g, T_new, hd)")
+    check_4d("values", values, "(b, g, T_new, hd)")
     if keys.shape != values.shape:
         raise ValueError(
             "keys and values must have the same shape, got "
