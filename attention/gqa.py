@@ -118,7 +118,7 @@ class GroupedQueryAttention(nn.Module):
         self.num_heads = num_heads
         self.num_kv_heads = num_kv_heads
         self.head_dim = d_out // num_heads
-        kv_width = num_kv_heads * self.head_dim  # narrower than d_out if g < h
+        kv_width = num_kv_heads * self.head_dim  # below d_out if g < h
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
         self.W_key = nn.Linear(d_in, kv_width, bias=qkv_bias)
         self.W_value = nn.Linear(d_in, kv_width, bias=qkv_bias)
