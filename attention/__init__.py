@@ -21,6 +21,9 @@ One module per idea of the chapter:
   for batches of sequences of different lengths (beyond the chapter)
 - :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
   on a task with a known answer (beyond the chapter)
+- :mod:`attention.kv_cache`: generation with a KV cache (beyond the chapter)
+- :mod:`attention.gqa`: grouped-query and multi-query attention (beyond the
+  chapter)
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
@@ -39,6 +42,15 @@ from .flash import (
     online_softmax_stats,
     softmax_three_pass,
     weights_from_lse,
+)
+from .gqa import GroupedQueryAttention, repeat_kv
+from .kv_cache import (
+    KVCache,
+    cached_attention,
+    decode_step,
+    generate_greedy,
+    generate_greedy_cached,
+    kv_cache_bytes,
 )
 from .learned import (
     TinyAttentionModel,
@@ -72,6 +84,8 @@ __all__ = [
     "CrossAttention",
     "FlashMultiHeadAttention",
     "FusedQKVMultiHeadAttention",
+    "GroupedQueryAttention",
+    "KVCache",
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "PaddedMultiHeadAttention",
@@ -82,14 +96,19 @@ __all__ = [
     "TorchMultiHeadAttention",
     "attention_over_key_tiles",
     "attention_weights",
+    "cached_attention",
     "causal_mask",
     "copy_weights",
     "copy_weights_v2_to_v1",
     "count_parameters",
+    "decode_step",
     "dot_scores",
     "example_inputs",
     "key_padding_mask",
     "flash_attention",
+    "generate_greedy",
+    "generate_greedy_cached",
+    "kv_cache_bytes",
     "mask_with_neg_inf",
     "online_softmax",
     "online_softmax_stats",
@@ -100,6 +119,7 @@ __all__ = [
     "previous_token_data",
     "previous_token_mass",
     "renormalize_masked",
+    "repeat_kv",
     "simple_self_attention",
     "softmax_three_pass",
     "softmax_naive",

@@ -1,0 +1,181 @@
+"""Grouped-query and multi-query attention (beyond the chapter).
+
+Shape legend: ``b`` batch size, ``T`` ``num_tokens``, ``d_in`` input width,
+``h`` ``num_heads`` (query heads), ``g`` ``num_kv_heads`` (key/value heads),
+``r`` ``h // g`` (query heads that share one key/value head), ``hd``
+``head_dim``.
+
+Three names for one class:
+
+- ``num_kv_heads == num_heads``: multi-head attention (MHA), as in 3.6.2;
+- ``1 < num_kv_heads < num_heads``: grouped-query attention (GQA);
+- ``num_kv_heads == 1``: multi-query attention (MQA).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._checks import check_attention_args, check_batch, check_positive
+from .causal import causal_mask
+
+
+def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
+    """Repeat every key/value head ``repeats`` times, next to itself.
+
+    Book section: Beyond the chapter, Grouped-query attention. Key/value head
+    ``k`` ends up at heads ``k * repeats`` to ``k * repeats + repeats - 1``,
+    the query heads of its group. The result equals
+    ``torch.repeat_interleave(x, repeats, dim=1)``; it is built with
+    ``expand`` (a view, no copy) and one ``reshape`` (the copy).
+
+    Args:
+        x: keys or values, one slice per key/value head.
+        repeats: how many query heads share each key/value head, at least 1.
+
+    Shape:
+        x: ``(b, g, T, hd)``
+        Output: ``(b, g * repeats, T, hd)``
+
+    Returns:
+        ``x`` itself when ``repeats == 1``, else the repeated tensor.
+
+    Example:
+        >>> x = torch.tensor([10.0, 20.0]).view(1, 2, 1, 1)  # 2 key/value heads
+        >>> repeat_kv(x, 3).flatten()
+        tensor([10., 10., 10., 20., 20., 20.])
+    """
+    check_positive(repeats=repeats)
+    check_4d("x", x, "(b, g, T, hd)")
+    if repeats == 1:
+        return x
+    b, g, num_tokens, head_dim = x.shape
+    # A new axis for the copies, expanded without copying:
+    # (b, g, T, hd) -> (b, g, 1, T, hd) -> (b, g, r, T, hd)
+    x = x[:, :, None].expand(b, g, repeats, num_tokens, head_dim)
+    # Merge the groups and their copies: (b, g, r, T, hd) -> (b, g * r, T, hd)
+    return x.reshape(b, g * repeats, num_tokens, head_dim)
+
+
+class GroupedQueryAttention(nn.Module):
+    """Causal attention whose query heads share fewer key/value heads.
+
+    Book section: Beyond the chapter, Grouped-query attention. As
+    :class:`~attention.MultiHeadAttention`, except that ``W_key`` and
+    ``W_value`` make only ``num_kv_heads`` heads of ``head_dim`` features.
+    Each key/value head serves ``num_heads // num_kv_heads`` neighbouring
+    query heads (:func:`repeat_kv`). With ``num_kv_heads == num_heads`` the
+    module has the same parameters, names and shapes as
+    ``MultiHeadAttention`` and computes the same function.
+
+    Args:
+        d_in: width of each input token embedding.
+        d_out: width of the whole output; must be divisible by
+            ``num_heads``, and each head gets ``head_dim = d_out // num_heads``.
+        context_length: the longest sequence the module accepts.
+        dropout: dropout probability on the attention weights, in ``[0, 1)``.
+        num_heads: how many query heads, at least 1.
+        num_kv_heads: how many key/value heads; must divide ``num_heads``.
+            ``num_heads`` gives MHA, ``1`` gives MQA.
+        qkv_bias: add a bias to the query, key and value projections.
+            ``out_proj`` always has one. Default: ``False``.
+
+    Shape:
+        Input: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
+
+    Returns:
+        One context vector per token (from ``forward``).
+
+    Example:
+        >>> _ = torch.manual_seed(123)
+        >>> gqa = GroupedQueryAttention(
+        ...     8, 8, context_length=6, dropout=0.0, num_heads=4, num_kv_heads=2
+        ... )
+        >>> gqa.W_query.weight.shape, gqa.W_key.weight.shape
+        (torch.Size([8, 8]), torch.Size([4, 8]))
+        >>> gqa(torch.rand(2, 5, 8)).shape
+        torch.Size([2, 5, 8])
+    """
+
+    def __init__(
+        self,
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        num_kv_heads: int,
+        qkv_bias: bool = False,
+    ) -> None:
+        super().__init__()
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        _check_kv_heads(num_heads, num_kv_heads)
+        self.d_in = d_in
+        self.d_out = d_out
+        self.context_length = context_length
+        self.num_heads = num_heads
+        self.num_kv_heads = num_kv_heads
+        self.head_dim = d_out // num_heads
+        kv_width = num_kv_heads * self.head_dim  # below d_out if g < h
+        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+        self.W_key = nn.Linear(d_in, kv_width, bias=qkv_bias)
+        self.W_value = nn.Linear(d_in, kv_width, bias=qkv_bias)
+        self.out_proj = nn.Linear(d_out, d_out)  # mixes the heads' outputs
+        self.dropout = nn.Dropout(dropout)
+        self.register_buffer("mask", causal_mask(context_length))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_batch(self, x)
+        b, num_tokens, d_in = x.shape
+        queries = self.W_query(x)  # (b, T, d_in) -> (b, T, d_out)
+        keys = self.W_key(x)  # (b, T, d_in) -> (b, T, g * hd)
+        values = self.W_value(x)  # (b, T, d_in) -> (b, T, g * hd)
+
+        # Split into heads, heads next to the batch:
+        # (b, T, d_out) -> (b, T, h, hd) -> (b, h, T, hd)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+        queries = queries.transpose(1, 2)
+        # (b, T, g * hd) -> (b, T, g, hd) -> (b, g, T, hd)
+        keys = keys.view(b, num_tokens, self.num_kv_heads, self.head_dim)
+        keys = keys.transpose(1, 2)
+        values = values.view(b, num_tokens, self.num_kv_heads, self.head_dim)
+        values = values.transpose(1, 2)
+
+        # Each key/value head serves r query heads:
+        # (b, g, T, hd) -> (b, h, T, hd)
+        group_size = self.num_heads // self.num_kv_heads
+        keys = repeat_kv(keys, group_size)
+        values = repeat_kv(values, group_size)
+
+        # From here on as in MultiHeadAttention:
+        # (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
+        attn_scores = queries @ keys.transpose(2, 3)
+        attn_scores.masked_fill_(self.mask[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+
+        # (b, h, T, T) @ (b, h, T, hd) -> (b, h, T, hd) -> (b, T, h, hd)
+        context_vec = (attn_weights @ values).transpose(1, 2)
+        # (b, T, h, hd) -> (b, T, d_out)
+        context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
+        return self.out_proj(context_vec)  # (b, T, d_out)
+
+
+def check_4d(name: str, t: torch.Tensor, layout: str) -> None:
+    """Raise unless ``t`` is a tensor with 4 dimensions, laid out as ``layout``."""
+    if not isinstance(t, torch.Tensor) or t.dim() != 4:
+        got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+        raise ValueError(f"{name} must be a 4-dimensional tensor {layout}, got {got}")
+
+
+def _check_kv_heads(num_heads: int, num_kv_heads: int) -> None:
+    """Raise unless ``num_kv_heads`` is a positive divisor of ``num_heads``."""
+    check_positive(num_kv_heads=num_kv_heads)
+    if num_heads % num_kv_heads != 0:
+        raise ValueError(
+            f"num_kv_heads must divide num_heads={num_heads}, got "
+            f"num_kv_heads={num_kv_heads} (num_heads % num_kv_heads = "
+            f"{num_heads % num_kv_heads})"
+        )
