@@ -78,11 +78,14 @@ lint: $(STAMP)
 	$(BIN)/ruff check attention tests conf.py book/_ext
 	$(BIN)/ruff format --check attention tests conf.py book/_ext
 
+# --durations=15: every run, CI's included, shows where the time goes.
+PYTEST := $(BIN)/python -m pytest -q --durations=15
+
 unit: $(STAMP)
-	$(BIN)/python -m pytest -m "not site and not browser and not slow" -q
+	$(PYTEST) -m "not site and not browser and not slow"
 
 site: $(STAMP) $(CHROMIUM) $(FONTS_CJK)
-	BUILDDIR=$(BUILDDIR) $(BIN)/python -m pytest -m "site or browser or slow" -q tests
+	BUILDDIR=$(BUILDDIR) $(PYTEST) -m "site or browser or slow" tests
 
 # Two clean builds must print the same cell outputs (cells tagged
 # nondeterministic, such as timings, excepted): see tests/site/compare_builds.py.
@@ -108,11 +111,8 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 
-# The browser tests drive Debian's Chromium; install it once if it is missing.
-$(CHROMIUM):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver
-
-# Chinese glyphs for the screenshots of the 简体中文 edition (the site itself
-# ships no fonts: readers' systems have their own).
-$(FONTS_CJK):
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk
+# The browser tests drive Debian's Chromium, and screenshots of the 简体中文
+# edition need Chinese glyphs (the site itself ships no fonts: readers'
+# systems have their own). Both are installed once, with one package update.
+$(CHROMIUM) $(FONTS_CJK) &:
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk

@@ -15,7 +15,8 @@ same way and, given the same weights, computes the same function:
 - :class:`TorchMultiHeadAttention`: ``torch.nn.MultiheadAttention`` with a
   causal ``attn_mask``, wrapped to the chapter's signature.
 
-All four are listed in :data:`attention.VARIANTS`. Each describes its
+These three and the chapter's class are in :data:`attention.VARIANTS`,
+with the variants of later pages. Each describes its
 weights in the chapter's layout (``mha_state_dict``) and loads them from it
 (``load_mha_state_dict``), so :func:`~attention.copy_weights` moves weights
 between any two of them.
