@@ -96,6 +96,12 @@ def test_untranslated_markdown_is_unchanged():
     assert translate_markdown(MARKDOWN, lambda message: None) == MARKDOWN
 
 
+def test_an_empty_table_cell_is_no_message():
+    text = "| | a |\n|---|---|\n| b | |\n"
+    table = {"": "the catalog's header", "a": "甲", "b": "乙"}
+    assert translate_markdown(text, table.get) == "| | 甲 |\n|---|---|\n| 乙 | |\n"
+
+
 def test_a_colon_fence_and_a_nested_list_keep_their_markers():
     text = ":::{note} Title\n1. first\n   * inner item\n:::\n"
     table = {"Title": "题", "first": "一", "inner item": "内"}

@@ -302,6 +302,8 @@ def _replacements(lines: list[str], translate) -> list[tuple[int, int, list[str]
 
 
 def _translate_inline(lines, first, last, content, translate) -> list[str] | None:
+    if not _message(content):  # an empty table cell: no message (gettext's
+        return None  # "" is the catalog's header)
     translated = translate(_message(content))
     if not translated:
         return None
