@@ -27,9 +27,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_attention_args, check_batch
 from ._layout import check_layout, layout_names, split_qkv, stack_qkv
 from .causal import causal_mask
+from .checks import check_attention_args, check_batch, check_state
 
 
 class _FusedWeights(nn.Module):
@@ -70,6 +70,7 @@ class _FusedWeights(nn.Module):
             state: the output of ``mha_state_dict()`` of any registry class
                 of the same size.
         """
+        check_state("state", state)
         check_layout(state, self.mha_state_dict())
         with torch.no_grad():
             # 3 x (d_out, d_in) -> (3 * d_out, d_in)
@@ -136,7 +137,7 @@ class FusedQKVMultiHeadAttention(_FusedWeights):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -238,7 +239,7 @@ class SDPAMultiHeadAttention(_FusedWeights):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -357,7 +358,7 @@ class TorchMultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -440,6 +441,7 @@ class TorchMultiHeadAttention(nn.Module):
             state: the output of ``mha_state_dict()`` of any registry class
                 of the same size.
         """
+        check_state("state", state)
         check_layout(state, self.mha_state_dict())
         attn = self.attn
         with torch.no_grad():
