@@ -660,3 +660,15 @@ def test_attention_weights_needs_the_chapters_attention():
     model.attn = SDPAMultiHeadAttention(4, 4, 4, 0.0, num_heads=2)
     with raises("model.attn must be a MultiHeadAttention"):
         attention_weights(model, torch.zeros(1, 3, dtype=torch.long))
+
+
+@PROPERTY
+@given(gap=st.floats(0.0, 1e4), T=st.integers(2, 5))
+def test_renormalize_masked_fails_exactly_where_its_docstring_says(gap, T):
+    scores = torch.zeros(T, T)
+    scores[0, 1] = gap  # query 0: its one allowed score sits `gap` below key 1
+    row = renormalize_masked(torch.softmax(scores, dim=-1))[0]
+    if gap >= 104:
+        assert torch.isnan(row).all()
+    elif gap <= 100:
+        close(row, torch.eye(T)[0])
