@@ -1,6 +1,6 @@
 """Input checks shared by every module of the companion package.
 
-Each check raises :class:`ValueError` with a message that names the
+Each check raises ``ValueError`` with a message that names the
 argument, says what was expected and what came, so a reader never meets a
 cryptic error from deep inside torch. Every method of the package makes one
 call here (``check_batch(self, x)``), so the chapter's algorithm stays
@@ -109,7 +109,14 @@ def check_heads(d_out: int, num_heads: int) -> None:
         )
 
 
-_ONE_HEAD = object()  # check_attention_args: the class has no num_heads
+class _NotGiven:
+    """The default of an argument that was not passed (shown as such in the docs)."""
+
+    def __repr__(self) -> str:
+        return "<not given>"
+
+
+_ONE_HEAD = _NotGiven()  # check_attention_args: the class has no num_heads
 
 
 def check_attention_args(
