@@ -135,7 +135,7 @@ class CausalAttention(nn.Module):
         d_in: width of each input token embedding.
         d_out: width of each query, key, value and output context vector.
         context_length: the longest sequence the module accepts; sizes the
-            mask.
+            mask, a buffer of ``context_length ** 2`` bytes.
         dropout: probability of zeroing each attention weight in training
             mode, in ``[0, 1)``. Survivors are scaled by ``1 / (1 - dropout)``.
         qkv_bias: add a learnable bias to the query, key and value
@@ -147,7 +147,9 @@ class CausalAttention(nn.Module):
 
     Returns:
         One context vector per token (from ``forward``). The vector of
-        token ``t`` depends only on tokens ``0`` to ``t``.
+        token ``t`` depends only on tokens ``0`` to ``t``, as long as every
+        input is finite: a ``nan`` or ``inf`` in a later token's values
+        turns it to ``nan`` (``0 * nan = nan``; see section 3.5.3).
 
     Example:
         >>> from attention import example_inputs

@@ -98,6 +98,11 @@ class MultiHeadAttention(nn.Module):
     ``head_dim`` features, all heads are computed by one batched matrix
     product, and ``out_proj`` mixes the concatenated heads.
 
+    The scores are scaled after ``queries @ keys.T``, as in the chapter; in
+    float16 they overflow past 65,504 with large inputs (GPT-2 size, inputs
+    of about ``randn * 96``) and the output turns ``nan``. The mask buffer
+    takes ``context_length ** 2`` bytes. Section 3.6 measures both.
+
     Args:
         d_in: width of each input token embedding.
         d_out: width of the *whole* output; must be divisible by
