@@ -101,7 +101,7 @@ class MultiHeadAttention(nn.Module):
     The scores are scaled after ``queries @ keys.T``, as in the chapter; in
     float16 they overflow past 65,504 with large inputs (GPT-2 size, inputs
     of about ``randn * 96``) and the output turns ``nan``. The mask buffer
-    takes ``context_length ** 2`` bytes. Section 3.6 measures both.
+    takes ``context_length ** 2`` bytes. Sections 3.6 and 3.5 measure them.
 
     Args:
         d_in: width of each input token embedding.
