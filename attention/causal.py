@@ -14,7 +14,13 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_attention_args, check_batch, check_positive
+from .checks import (
+    as_device,
+    check_attention_args,
+    check_batch,
+    check_positive,
+    check_square,
+)
 
 
 def causal_mask(
@@ -42,6 +48,7 @@ def causal_mask(
                 [False, False, False]])
     """
     check_positive(num_tokens=num_tokens)
+    device = as_device(device)
     ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device)
     return torch.triu(ones, diagonal=1)
 
@@ -50,8 +57,14 @@ def renormalize_masked(attn_weights: torch.Tensor) -> torch.Tensor:
     """Mask *after* the softmax: zero the future, then rescale rows to sum to 1.
 
     Book section: 3.5.1, the first way. Dividing by the row sums undoes the
-    share the softmax gave to future tokens, so the result equals
-    :func:`mask_with_neg_inf` followed by a softmax.
+    share the softmax gave to future tokens, so in exact arithmetic the
+    result equals :func:`mask_with_neg_inf` followed by a softmax.
+
+    In floating point it does not always. When a query's allowed scores sit
+    about 104 or more below its largest future score (float32), the softmax
+    rounds every allowed weight to 0, the row sum is 0, and ``0 / 0`` makes
+    the row ``nan``. Masking the scores first (:func:`mask_with_neg_inf`)
+    never meets this, which is one reason the chapter prefers it.
 
     Args:
         attn_weights: softmax-normalised weights over the last dimension.
@@ -61,7 +74,8 @@ def renormalize_masked(attn_weights: torch.Tensor) -> torch.Tensor:
         Output: same.
 
     Returns:
-        The causal weights, zero above the diagonal and each row summing to 1.
+        The causal weights, zero above the diagonal and each row summing to
+        1; ``nan`` in the rows whose allowed weights all underflowed to 0.
 
     Example:
         >>> renormalize_masked(torch.full((3, 3), 1 / 3))
@@ -69,7 +83,7 @@ def renormalize_masked(attn_weights: torch.Tensor) -> torch.Tensor:
                 [0.5000, 0.5000, 0.0000],
                 [0.3333, 0.3333, 0.3333]])
     """
-    _check_square(attn_weights, "attn_weights")
+    check_square("attn_weights", attn_weights)
     keep = ~causal_mask(attn_weights.shape[-1], device=attn_weights.device)
     masked = attn_weights * keep  # zero above the diagonal
     row_sums = masked.sum(dim=-1, keepdim=True)  # (..., T, 1)
@@ -105,17 +119,9 @@ def mask_with_neg_inf(attn_scores: torch.Tensor) -> torch.Tensor:
                 [0.5000, 0.5000, 0.0000],
                 [0.3333, 0.3333, 0.3333]])
     """
-    _check_square(attn_scores, "attn_scores")
+    check_square("attn_scores", attn_scores)
     mask = causal_mask(attn_scores.shape[-1], device=attn_scores.device)
     return attn_scores.masked_fill(mask, -torch.inf)
-
-
-def _check_square(t: torch.Tensor, name: str) -> None:
-    if t.dim() < 2 or t.shape[-1] != t.shape[-2]:
-        raise ValueError(
-            f"{name} must end in a square (num_tokens, num_tokens) matrix, "
-            f"got shape {tuple(t.shape)}"
-        )
 
 
 class CausalAttention(nn.Module):
@@ -129,7 +135,7 @@ class CausalAttention(nn.Module):
         d_in: width of each input token embedding.
         d_out: width of each query, key, value and output context vector.
         context_length: the longest sequence the module accepts; sizes the
-            mask.
+            mask, a buffer of ``context_length ** 2`` bytes.
         dropout: probability of zeroing each attention weight in training
             mode, in ``[0, 1)``. Survivors are scaled by ``1 / (1 - dropout)``.
         qkv_bias: add a learnable bias to the query, key and value
@@ -141,7 +147,9 @@ class CausalAttention(nn.Module):
 
     Returns:
         One context vector per token (from ``forward``). The vector of
-        token ``t`` depends only on tokens ``0`` to ``t``.
+        token ``t`` depends only on tokens ``0`` to ``t``, as long as every
+        input is finite: a ``nan`` or ``inf`` in a later token's values
+        turns it to ``nan`` (``0 * nan = nan``; see section 3.5.3).
 
     Example:
         >>> from attention import example_inputs
@@ -170,7 +178,7 @@ class CausalAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout)
+        check_attention_args(d_in, d_out, context_length, dropout, qkv_bias=qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length

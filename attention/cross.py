@@ -15,7 +15,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive, check_query_context
+from .checks import check_cross_input, check_flag, check_positive
 
 
 class CrossAttention(nn.Module):
@@ -78,6 +78,7 @@ class CrossAttention(nn.Module):
         super().__init__()
         d_context = d_in if d_context is None else d_context
         check_positive(d_in=d_in, d_out=d_out, d_context=d_context)
+        check_flag("qkv_bias", qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.d_context = d_context
@@ -86,8 +87,7 @@ class CrossAttention(nn.Module):
         self.W_value = nn.Linear(d_context, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor, context: torch.Tensor) -> torch.Tensor:
-        dtype = self.W_query.weight.dtype
-        check_query_context(x, context, self.d_in, self.d_context, dtype)
+        check_cross_input(self, x, context)
         keys = self.W_key(context)  # (b, T_kv, d_context) -> (b, T_kv, d_out)
         queries = self.W_query(x)  # (b, T_q, d_in) -> (b, T_q, d_out)
         values = self.W_value(context)  # (b, T_kv, d_out)

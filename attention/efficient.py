@@ -28,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_attention_args, check_batch
 from ._layout import check_layout, layout_names, split_qkv, stack_qkv
 from .causal import causal_mask
+from .checks import check_attention_args, check_batch, check_state
 
 
 class _FusedWeights(nn.Module):
@@ -71,6 +71,7 @@ class _FusedWeights(nn.Module):
             state: the output of ``mha_state_dict()`` of any registry class
                 of the same size.
         """
+        check_state("state", state)
         check_layout(state, self.mha_state_dict())
         with torch.no_grad():
             # 3 x (d_out, d_in) -> (3 * d_out, d_in)
@@ -137,7 +138,7 @@ class FusedQKVMultiHeadAttention(_FusedWeights):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -239,7 +240,7 @@ class SDPAMultiHeadAttention(_FusedWeights):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -358,7 +359,7 @@ class TorchMultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -441,6 +442,7 @@ class TorchMultiHeadAttention(nn.Module):
             state: the output of ``mha_state_dict()`` of any registry class
                 of the same size.
         """
+        check_state("state", state)
         check_layout(state, self.mha_state_dict())
         attn = self.attn
         with torch.no_grad():

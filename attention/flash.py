@@ -36,7 +36,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._checks import check_attention_args, check_batch, check_positive
+from .checks import check_attention_args, check_batch, check_positive
 from .efficient import _FusedWeights
 
 

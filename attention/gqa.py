@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_attention_args, check_batch, check_positive
+from .checks import check_attention_args, check_batch, check_positive
 from .causal import causal_mask
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive
+from .checks import check_positive
 from .gqa import check_4d, repeat_kv
 from .learned import TinyAttentionModel
 

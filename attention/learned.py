@@ -17,7 +17,16 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive
+from .checks import (
+    check_device,
+    check_flag,
+    check_float_tensor,
+    check_integer,
+    check_module,
+    check_number,
+    check_positive,
+    first_weight,
+)
 from .multihead import MultiHeadAttention
 
 #: Target value of positions that do not count (``F.cross_entropy``'s default).
@@ -75,7 +84,7 @@ class TinyAttentionModel(nn.Module):
     ) -> None:
         super().__init__()
         _check_sizes(vocab_size, d_model, context_length, num_heads)
-        _check_flag("use_positions", use_positions)
+        check_flag("use_positions", use_positions)
         self.vocab_size = vocab_size
         self.context_length = context_length
         self.tok_emb = nn.Embedding(vocab_size, d_model)
@@ -89,6 +98,7 @@ class TinyAttentionModel(nn.Module):
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         _check_token_ids(token_ids, self.vocab_size, self.context_length)
+        check_device("token_ids", token_ids, first_weight(self))
         num_tokens = token_ids.shape[1]
         x = self.tok_emb(token_ids)  # (b, T) -> (b, T, d)
         if self.pos_emb is not None:
@@ -132,6 +142,7 @@ def previous_token_data(
     check_positive(num_sequences=num_sequences)
     _check_at_least("context_length", context_length, 2)
     _check_at_least("vocab_size", vocab_size, 2)
+    check_integer("seed", seed)
     g = torch.Generator().manual_seed(seed)
     token_ids = torch.randint(vocab_size, (num_sequences, context_length), generator=g)
     targets = torch.full_like(token_ids, IGNORE_INDEX)
@@ -184,7 +195,8 @@ def train_model(
         >>> len(losses), round(losses[0], 2), round(losses[-1], 2)
         (20, 2.09, 1.17)
     """
-    _check_training_args(token_ids, targets, steps, batch_size, lr)
+    _check_training_args(model, token_ids, targets, steps, batch_size, lr)
+    check_integer("seed", seed)
     g = torch.Generator().manual_seed(seed)
     model.train()
     losses = []
@@ -234,6 +246,8 @@ def token_accuracy(
         >>> token_accuracy(model, token_ids, targets)
         0.3425
     """
+    check_module("model", model)
+    _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
     predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
     counted = targets != IGNORE_INDEX  # (b, T)
     return (predicted[counted] == targets[counted]).double().mean().item()
@@ -276,6 +290,7 @@ def attention_weights(
                 [0.2284, 0.3367, 0.4349, 0.0000],
                 [0.2341, 0.1832, 0.1054, 0.4773]])
     """
+    _check_has_chapter_attention(model)
     seen = []
 
     def keep_input(module, args, output):
@@ -313,6 +328,7 @@ def previous_token_mass(attn_weights: torch.Tensor) -> torch.Tensor:
         >>> previous_token_mass(w)
         tensor([1., 0.])
     """
+    check_float_tensor("attn_weights", attn_weights)
     if attn_weights.dim() != 4 or attn_weights.shape[-1] < 2:
         raise ValueError(
             "attn_weights must have shape (b, h, T, T) with T >= 2, got "
@@ -350,6 +366,7 @@ def order_blind_accuracy(token_ids: torch.Tensor, vocab_size: int) -> float:
         >>> order_blind_accuracy(torch.tensor([[0, 1, 1]]), vocab_size=2)
         0.75
     """
+    check_positive(vocab_size=vocab_size)
     _check_token_ids(token_ids, vocab_size, context_length=None)
     if token_ids.shape[1] < 2:
         raise ValueError(
@@ -389,20 +406,10 @@ def _check_sizes(
         )
 
 
-def _check_flag(name: str, value: bool) -> None:
-    """Raise unless ``value`` is ``True`` or ``False``."""
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-
-
-def _check_training_args(
-    token_ids: torch.Tensor,
-    targets: torch.Tensor,
-    steps: int,
-    batch_size: int,
-    lr: float,
+def _check_targets(
+    token_ids: torch.Tensor, targets: torch.Tensor, vocab_size: int | None
 ) -> None:
-    """Raise unless :func:`train_model`'s arguments fit together."""
+    """Raise unless ``targets`` are ids in ``[0, vocab_size)`` or ``IGNORE_INDEX``."""
     for name, t in (("token_ids", token_ids), ("targets", targets)):
         if not isinstance(t, torch.Tensor):
             raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
@@ -411,14 +418,52 @@ def _check_training_args(
             "token_ids and targets must both have shape (N, T), got "
             f"{tuple(token_ids.shape)} and {tuple(targets.shape)}"
         )
+    if targets.dtype not in (torch.int64, torch.int32):
+        raise ValueError(
+            f"targets must hold integer ids (torch.long), got dtype {targets.dtype}"
+        )
+    if targets.device.type == "meta":
+        return  # a meta tensor has a shape but no values to check
+    counted = targets[targets != IGNORE_INDEX]
+    if vocab_size is not None and counted.numel():
+        low, high = counted.min().item(), counted.max().item()
+        if low < 0 or high >= vocab_size:
+            raise ValueError(
+                f"targets must lie in [0, {vocab_size}) (the model's vocab_size) "
+                f"or be IGNORE_INDEX ({IGNORE_INDEX}), got values from {low} to {high}"
+            )
+
+
+def _check_has_chapter_attention(model: nn.Module) -> None:
+    """Raise unless ``model.attn`` forms its weights, as the chapter's class does."""
+    check_module("model", model)
+    attn = getattr(model, "attn", None)
+    if not isinstance(attn, MultiHeadAttention):
+        raise ValueError(
+            "model.attn must be a MultiHeadAttention, whose dropout sees the "
+            f"attention weights, got {type(attn).__name__}; fused kernels such "
+            "as SDPA never form the weights"
+        )
+
+
+def _check_training_args(
+    model: nn.Module,
+    token_ids: torch.Tensor,
+    targets: torch.Tensor,
+    steps: int,
+    batch_size: int,
+    lr: float,
+) -> None:
+    """Raise unless :func:`train_model`'s arguments fit together."""
+    check_module("model", model)
+    _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
     check_positive(steps=steps, batch_size=batch_size)
     if batch_size > len(token_ids):
         raise ValueError(
             f"batch_size must be at most the number of sequences, {len(token_ids)}, "
             f"got {batch_size}"
         )
-    if not (isinstance(lr, int | float) and lr > 0):
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    check_number("lr", lr)
 
 
 def _check_token_ids(
@@ -443,6 +488,8 @@ def _check_token_ids(
             f"token_ids has {token_ids.shape[1]} tokens but context_length is "
             f"{context_length}; pass at most {context_length} tokens"
         )
+    if token_ids.device.type == "meta":
+        return  # a meta tensor has a shape but no values to check
     if token_ids.numel() and not (
         token_ids.min() >= 0 and token_ids.max() < vocab_size
     ):

@@ -16,9 +16,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_attention_args, check_batch, check_positive
 from ._layout import check_layout, layout_names
 from .causal import CausalAttention, causal_mask
+from .checks import (
+    check_attention_args,
+    check_batch,
+    check_module,
+    check_positive,
+    check_state,
+)
 
 
 class MultiHeadAttentionWrapper(nn.Module):
@@ -92,6 +98,11 @@ class MultiHeadAttention(nn.Module):
     ``head_dim`` features, all heads are computed by one batched matrix
     product, and ``out_proj`` mixes the concatenated heads.
 
+    The scores are scaled after ``queries @ keys.T``, as in the chapter; in
+    float16 they overflow past 65,504 with large inputs (GPT-2 size, inputs
+    of about ``randn * 96``) and the output turns ``nan``. The mask buffer
+    takes ``context_length ** 2`` bytes. Sections 3.6 and 3.5 measure them.
+
     Args:
         d_in: width of each input token embedding.
         d_out: width of the *whole* output; must be divisible by
@@ -137,7 +148,7 @@ class MultiHeadAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -216,6 +227,7 @@ class MultiHeadAttention(nn.Module):
             state: the output of any registry class's ``mha_state_dict()``
                 for a module of the same size.
         """
+        check_state("state", state)
         check_layout(state, self.mha_state_dict())
         with torch.no_grad():
             for name, param in self.named_parameters():
@@ -241,6 +253,7 @@ def parameter_breakdown(module: nn.Module) -> dict[str, int]:
         {'W_query.weight': 16, 'W_key.weight': 16, 'W_value.weight': 16,
          'out_proj.weight': 16, 'out_proj.bias': 4}
     """
+    check_module("module", module)
     return {name: p.numel() for name, p in module.named_parameters() if p.requires_grad}
 
 
@@ -262,4 +275,5 @@ def count_parameters(module: nn.Module) -> int:
         >>> count_parameters(gpt2)
         2360064
     """
+    check_module("module", module)
     return sum(parameter_breakdown(module).values())

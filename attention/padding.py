@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
-from ._checks import check_batch
+from .checks import check_batch
 from .causal import causal_mask
 from .multihead import MultiHeadAttention
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._checks import check_positive, check_sequence
+from .checks import check_argument_order, check_flag, check_positive, check_sequence
 
 
 class SelfAttention_v1(nn.Module):
@@ -102,6 +102,7 @@ class SelfAttention_v2(nn.Module):
     def __init__(self, d_in: int, d_out: int, qkv_bias: bool = False) -> None:
         super().__init__()
         check_positive(d_in=d_in, d_out=d_out)
+        check_flag("qkv_bias", qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -150,6 +151,9 @@ def copy_weights_v2_to_v1(sa_v2: SelfAttention_v2, sa_v1: SelfAttention_v1) -> N
         >>> torch.allclose(sa_v1(x), sa_v2(x))
         True
     """
+    check_argument_order(
+        ("sa_v2", sa_v2, SelfAttention_v2), ("sa_v1", sa_v1, SelfAttention_v1)
+    )
     if sa_v2.W_query.bias is not None:
         raise ValueError(
             "SelfAttention_v1 has no bias; expected sa_v2 built with "

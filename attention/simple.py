@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import torch
 
+from .checks import check_dim, check_float_tensor, check_pair
+
 
 def dot_scores(query: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
     """Score one query against every input with a dot product, one at a time.
@@ -40,12 +42,13 @@ def dot_scores(query: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         >>> dot_scores(inputs[1], inputs)
         tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
     """
+    check_pair(("query", query), ("inputs", inputs))
     if query.dim() != 1 or inputs.dim() != 2 or inputs.shape[1] != query.shape[0]:
         raise ValueError(
             "expected query of shape (d,) and inputs of shape (num_tokens, d), "
             f"got query {tuple(query.shape)} and inputs {tuple(inputs.shape)}"
         )
-    scores = torch.empty(inputs.shape[0], dtype=inputs.dtype)
+    scores = inputs.new_empty(inputs.shape[0])  # same dtype and device
     for i, x_i in enumerate(inputs):
         scores[i] = torch.dot(x_i, query)
     return scores
@@ -77,6 +80,8 @@ def softmax_naive(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
         >>> torch.softmax(torch.tensor([1000.0, 1.0]), dim=0)
         tensor([1., 0.])
     """
+    check_float_tensor("x", x)
+    check_dim("x", x, dim)
     exp = torch.exp(x)
     return exp / exp.sum(dim=dim, keepdim=True)
 
@@ -105,6 +110,7 @@ def weighted_sum(attn_weights: torch.Tensor, inputs: torch.Tensor) -> torch.Tens
         >>> weighted_sum(weights, inputs)
         tensor([0.4419, 0.6515, 0.5683])
     """
+    check_pair(("attn_weights", attn_weights), ("inputs", inputs))
     if (
         attn_weights.dim() != 1
         or inputs.dim() != 2
@@ -115,7 +121,7 @@ def weighted_sum(attn_weights: torch.Tensor, inputs: torch.Tensor) -> torch.Tens
             "(num_tokens, d), one weight per input row, got attn_weights of shape "
             f"{tuple(attn_weights.shape)} and inputs of shape {tuple(inputs.shape)}"
         )
-    context_vec = torch.zeros(inputs.shape[1], dtype=inputs.dtype)
+    context_vec = inputs.new_zeros(inputs.shape[1])  # same dtype and device
     for i, x_i in enumerate(inputs):
         context_vec += attn_weights[i] * x_i
     return context_vec
@@ -146,6 +152,7 @@ def simple_self_attention(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
         >>> context_vecs[1]
         tensor([0.4419, 0.6515, 0.5683])
     """
+    check_float_tensor("inputs", inputs)
     if inputs.dim() != 2:
         raise ValueError(
             "inputs must have 2 dimensions (num_tokens, d_in), "

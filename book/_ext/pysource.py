@@ -13,7 +13,10 @@ page can never disagree with the implementation. Docstrings are left out
 the other object's source is highlighted, so a reader sees what changed
 since the previous variant without anyone keeping line numbers by hand.
 
-``:listing:`` gives the printed book's listing number ("Listing 3.3"). Code
+``:listing:`` gives the printed book's listing number ("Listing 3.3"). A
+listing also starts with the imports its code needs (``import torch``,
+``from attention.checks import check_batch`` ...), found from the names the
+code reads in its module, so a reader can paste it and run it. Code
 shown without it carries no number: Sphinx's own counter (``numfig``, which
 sphinx-exercise switches on) would number every captioned block 1, 2, 3 ...,
 a second numbering that matches nothing in the printed book. So the caption
@@ -76,6 +79,53 @@ def source_without_docstrings(
     while kept and not kept[-1].strip():
         kept.pop()
     return kept, start, inspect.getsourcefile(obj)
+
+
+def import_lines(obj, lines: list[str]) -> list[str]:
+    r"""The import statements that make ``lines`` (the source of ``obj``) run alone.
+
+    Every global name the code reads is looked up in ``obj``'s module: a
+    module becomes ``import torch`` or ``from torch import nn``, anything
+    else ``from <its module> import name``, or ``from <package> import
+    name`` when the package exports it (``from attention import
+    causal_mask``). Builtins need nothing.
+
+    >>> from attention import CausalAttention
+    >>> code, _, _ = source_without_docstrings(CausalAttention)
+    >>> print(*import_lines(CausalAttention, code), sep="\n")
+    import torch
+    from torch import nn
+    from attention import causal_mask
+    from attention.checks import check_attention_args, check_batch
+    """
+    namespace = vars(inspect.getmodule(inspect.unwrap(obj)))
+    tree = ast.parse(textwrap.dedent("\n".join(lines)))
+    used = {
+        node.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)
+    }
+    plain, from_module, names = [], [], {}
+    for name in sorted(used & namespace.keys()):
+        value = namespace[name]
+        if inspect.ismodule(value):
+            parent, _, leaf = value.__name__.rpartition(".")
+            if not parent and leaf == name:
+                plain.append(f"import {name}")
+            elif leaf == name:
+                from_module.append(f"from {parent} import {name}")
+            else:
+                plain.append(f"import {value.__name__} as {name}")
+        elif getattr(value, "__module__", None) and name != getattr(
+            obj, "__name__", ""
+        ):
+            module = value.__module__
+            package = importlib.import_module(module.partition(".")[0])
+            if getattr(package, name, None) is value:
+                module = package.__name__  # the public name
+            names.setdefault(module, []).append(name)
+    froms = [f"from {m} import {', '.join(n)}" for m, n in sorted(names.items())]
+    return plain + from_module + froms
 
 
 def code_without_comments(lines: list[str]) -> list[str]:
@@ -174,7 +224,11 @@ class PySource(SphinxDirective):
             msg = f"pysource: cannot read the source of {name!r}: {exc}"
             raise self.error(msg) from exc
         self.env.note_dependency(path)
-        code = "\n".join(lines)
+        shown = lines
+        if "listing" in self.options:
+            # What the code needs to run when pasted: visible, the same code.
+            shown = [*import_lines(_resolve(name), lines), "", "", *lines]
+        code = "\n".join(shown)
         block = nodes.literal_block(code, code)
         block["language"] = "python"
         block["classes"].append("pysource")
@@ -182,7 +236,9 @@ class PySource(SphinxDirective):
             old_obj = _resolve(self.options["diff"])
             old, _, old_path = source_without_docstrings(old_obj, members)
             self.env.note_dependency(old_path)
-            block["highlight_args"] = {"hl_lines": changed_lines(lines, old)}
+            offset = len(shown) - len(lines)  # the import lines come first
+            hl_lines = [n + offset for n in changed_lines(lines, old)]
+            block["highlight_args"] = {"hl_lines": hl_lines}
         self.set_source_info(block)
         short = name.rpartition(".")[2]
         rel = Path(path).resolve().relative_to(Path(self.config.pysource_root))
