@@ -282,6 +282,9 @@ def flash_attention(
             f"{num_queries} queries and {num_keys} keys"
         )
     scale = queries.shape[-1] ** -0.5
+    if num_queries == 0:  # no tile at all: empty results of the right shapes
+        out = queries.new_zeros(*queries.shape[:-1], values.shape[-1])
+        return out, queries.new_zeros(queries.shape[:-1])
     out_tiles, lse_tiles = [], []
     for q0 in range(0, num_queries, tile_size):
         q_tile = queries[..., q0 : q0 + tile_size, :]  # (..., bq, hd)
@@ -297,8 +300,9 @@ def flash_attention(
             attn_scores = q_tile @ k_tile.transpose(-2, -1) * scale
             k1 = k0 + k_tile.shape[-2]  # one past the tile's last key
             if causal and k1 > q0 + 1:  # the diagonal crosses this tile
-                rows = torch.arange(q0, q1).unsqueeze(1)  # (bq, 1)
-                future = torch.arange(k0, k1) > rows  # (bq, bk)
+                device = queries.device
+                rows = torch.arange(q0, q1, device=device).unsqueeze(1)  # (bq, 1)
+                future = torch.arange(k0, k1, device=device) > rows  # (bq, bk)
                 attn_scores = attn_scores.masked_fill(future, -torch.inf)
             # The result does not depend on m (it cancels), so no
             # gradient needs to flow through it: detach() saves work.

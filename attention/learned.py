@@ -377,7 +377,7 @@ def order_blind_accuracy(token_ids: torch.Tensor, vocab_size: int) -> float:
     one_hot = nn.functional.one_hot(token_ids, vocab_size)
     # Counts of each token among positions 0 .. i - 1, for i = 1 .. T - 1
     counts = one_hot.cumsum(dim=1)[:, :-1]  # (b, T, V) -> (b, T - 1, V)
-    prefix_len = torch.arange(1, token_ids.shape[1])  # (T - 1,): i
+    prefix_len = torch.arange(1, token_ids.shape[1], device=token_ids.device)  # i
     best = counts.amax(dim=-1) / prefix_len  # (b, T - 1)
     return best.mean().item()
 
