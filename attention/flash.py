@@ -427,7 +427,7 @@ class FlashMultiHeadAttention(_FusedWeights):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length

@@ -17,8 +17,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_attention_args, check_batch, check_positive
 from .causal import causal_mask
+from .checks import check_attention_args, check_batch, check_positive
 
 
 def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
@@ -110,7 +110,7 @@ class GroupedQueryAttention(nn.Module):
         qkv_bias: bool = False,
     ) -> None:
         super().__init__()
-        check_attention_args(d_in, d_out, context_length, dropout, num_heads)
+        check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         _check_kv_heads(num_heads, num_kv_heads)
         self.d_in = d_in
         self.d_out = d_out

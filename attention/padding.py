@@ -17,8 +17,8 @@ from collections.abc import Sequence
 
 import torch
 
-from .checks import check_batch
 from .causal import causal_mask
+from .checks import check_batch
 from .multihead import MultiHeadAttention
 
 _SIDES = ("left", "right")

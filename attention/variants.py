@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from torch import nn
 
+from .checks import check_module
 from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
@@ -24,6 +25,7 @@ from .efficient import (
 )
 from .flash import FlashMultiHeadAttention
 from .multihead import MultiHeadAttention
+from .padding import PaddedMultiHeadAttention
 
 #: Short name -> class, the chapter's ``MultiHeadAttention`` first.
 VARIANTS: dict[str, type[nn.Module]] = {
@@ -32,6 +34,7 @@ VARIANTS: dict[str, type[nn.Module]] = {
     "sdpa": SDPAMultiHeadAttention,
     "torch": TorchMultiHeadAttention,
     "flash": FlashMultiHeadAttention,
+    "padded": PaddedMultiHeadAttention,
 }
 
 _SIZES = ("d_in", "d_out", "num_heads")
@@ -68,6 +71,7 @@ def copy_weights(src: nn.Module, dst: nn.Module) -> None:
         True
     """
     for module, role in ((src, "src"), (dst, "dst")):
+        check_module(role, module)  # a class without (), a state_dict()
         if not all(
             callable(getattr(module, method, None))
             for method in ("mha_state_dict", "load_mha_state_dict")
