@@ -375,9 +375,14 @@ def page_catalog(app, docname: str) -> Callable[[str], str | None]:
     """A lookup in the page's compiled catalog for this build's language."""
     import gettext
 
-    from sphinx.util.i18n import docname_to_domain
-
-    domain = docname_to_domain(docname, app.config.gettext_compact)
+    # One catalog per page (conf.py sets gettext_compact = False): the
+    # catalog's domain is the page's docname.
+    if app.config.gettext_compact is not False:
+        raise ValueError(
+            "the notebooks extension expects one catalog per page: "
+            f"gettext_compact = False, got {app.config.gettext_compact!r}"
+        )
+    domain = docname
     lookups = []
     for folder in app.config.locale_dirs:
         try:
@@ -436,7 +441,7 @@ def _offer_download(app, doctree) -> None:
     if not (is_notebook and path.is_file() and section is not None):
         return
     notebook = nbformat.read(path, as_version=4)
-    if app.env.mystnb_config.execution_mode == "cache":
+    if app.config.nb_execution_mode == "cache":
         notebook = restore_outputs(notebook, app.config.nb_execution_cache_path)
     for cell in notebook.cells:
         if cell.cell_type == "code":
