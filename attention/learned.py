@@ -250,6 +250,7 @@ def token_accuracy(
     _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
     predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
     counted = targets != IGNORE_INDEX  # (b, T)
+    _check_counted(counted)
     return (predicted[counted] == targets[counted]).double().mean().item()
 
 
@@ -403,6 +404,16 @@ def _check_sizes(
         raise ValueError(
             f"d_model must be divisible by num_heads, got d_model={d_model} "
             f"and num_heads={num_heads}"
+        )
+
+
+def _check_counted(counted: torch.Tensor) -> None:
+    """Raise unless some position counts: the accuracy of nothing is no number."""
+    if not bool(counted.any()):
+        raise ValueError(
+            "targets must have at least one position that counts (a target other "
+            f"than IGNORE_INDEX={IGNORE_INDEX}), got none in shape "
+            f"{tuple(counted.shape)}"
         )
 
 
