@@ -391,18 +391,15 @@ def check_scores(name: str, t: object) -> None:
         )
 
 
-def check_qkv(
-    queries: torch.Tensor, keys: torch.Tensor, values: torch.Tensor | None = None
-) -> None:
-    """Raise unless ``queries``, ``keys`` (and ``values``) fit one attention call.
+def check_qkv(queries: torch.Tensor, keys: torch.Tensor, *values: torch.Tensor) -> None:
+    """Raise unless ``queries``, ``keys`` (and the ``values``, if passed) fit together.
 
     Expected: float tensors of one dtype and one device, laid out as
     ``(..., Tq, hd)``, ``(..., Tk, hd)`` and ``(..., Tk, hd)`` with the same
     leading dimensions, ``hd >= 1``, and at least one key when there are
-    queries.
+    queries. :func:`~attention.weights_from_lse` passes no values.
     """
-    named = [("queries", queries), ("keys", keys)]
-    named += [] if values is None else [("values", values)]
+    named = [("queries", queries), ("keys", keys)] + [("values", v) for v in values]
     for name, t in named[1:]:
         check_pair(("queries", queries), (name, t))
     for name, t in named:
@@ -423,7 +420,7 @@ def check_qkv(
             f"queries, keys and values must have the same head_dim >= 1 in their "
             f"last dimension, got {shapes}"
         )
-    if values is not None and values.shape[-2] != keys.shape[-2]:
+    if any(v.shape[-2] != keys.shape[-2] for v in values):
         raise ValueError(f"values must hold one value per key, got {shapes}")
     if keys.shape[-2] == 0 and queries.shape[-2] > 0:
         raise ValueError(
