@@ -429,6 +429,39 @@ def check_qkv(queries: torch.Tensor, keys: torch.Tensor, *values: torch.Tensor) 
         )
 
 
+def check_tiled(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    tile_size: int,
+    causal: bool = False,
+    dropout_p: float = 0.0,
+) -> None:
+    """The one-line check of the tiled attention functions of ``attention.flash``.
+
+    :func:`check_qkv` for the tensors, then ``tile_size`` a positive integer,
+    ``causal`` a flag and ``dropout_p`` a probability in ``[0, 1)``.
+    """
+    check_qkv(queries, keys, values)
+    check_positive(tile_size=tile_size)
+    check_flag("causal", causal)
+    check_dropout(dropout_p, name="dropout_p")
+
+
+def check_lse(queries: torch.Tensor, keys: torch.Tensor, lse: torch.Tensor) -> None:
+    """Raise unless ``lse`` holds one number per query ``(..., bq)`` of ``queries``.
+
+    ``queries`` and ``keys`` must fit as in :func:`check_qkv`.
+    """
+    check_qkv(queries, keys)
+    check_pair(("queries", queries), ("lse", lse))
+    if lse.shape != queries.shape[:-1]:
+        raise ValueError(
+            f"lse must hold one number per query, shape {tuple(queries.shape[:-1])} "
+            f"for queries of shape {tuple(queries.shape)}, got {tuple(lse.shape)}"
+        )
+
+
 def check_dim(name: str, t: torch.Tensor, dim: int) -> None:
     """Raise unless ``dim`` is an integer that indexes a dimension of ``t``."""
     check_integer("dim", dim)

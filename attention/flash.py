@@ -39,12 +39,10 @@ from torch import nn
 from .checks import (
     check_attention_args,
     check_batch,
-    check_dropout,
-    check_flag,
-    check_pair,
+    check_lse,
     check_positive,
-    check_qkv,
     check_scores,
+    check_tiled,
 )
 from .efficient import _FusedWeights
 
@@ -208,8 +206,7 @@ def attention_over_key_tiles(
         >>> out.shape, lse.shape
         (torch.Size([4, 10, 8]), torch.Size([4, 10]))
     """
-    check_qkv(queries, keys, values)
-    check_positive(tile_size=tile_size)
+    check_tiled(queries, keys, values, tile_size)
     scale = queries.shape[-1] ** -0.5
     m = torch.full_like(queries[..., :1], -torch.inf)  # (..., Tq, 1)
     ell = torch.zeros_like(m)  # (..., Tq, 1)
@@ -286,10 +283,7 @@ def flash_attention(
         >>> lse.shape
         torch.Size([2, 4, 10])
     """
-    check_qkv(queries, keys, values)
-    check_flag("causal", causal)
-    check_positive(tile_size=tile_size)
-    check_dropout(dropout_p, name="dropout_p")
+    check_tiled(queries, keys, values, tile_size, causal, dropout_p)
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     if causal and num_queries != num_keys:
         raise ValueError(
@@ -373,22 +367,11 @@ def weights_from_lse(
         >>> torch.allclose(tile, weights[4:8, 0:4], atol=1e-6)
         True
     """
-    _check_lse(queries, keys, lse)
+    check_lse(queries, keys, lse)
     # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
     scale = queries.shape[-1] ** -0.5
     attn_scores = queries @ keys.transpose(-2, -1) * scale
     return torch.exp(attn_scores - lse.unsqueeze(-1))  # (..., bq, bk)
-
-
-def _check_lse(queries: torch.Tensor, keys: torch.Tensor, lse: torch.Tensor) -> None:
-    """Raise unless ``lse`` holds one number per query, ``(..., bq)``."""
-    check_qkv(queries, keys)
-    check_pair(("queries", queries), ("lse", lse))
-    if lse.shape != queries.shape[:-1]:
-        raise ValueError(
-            f"lse must hold one number per query, shape {tuple(queries.shape[:-1])} "
-            f"for queries of shape {tuple(queries.shape)}, got {tuple(lse.shape)}"
-        )
 
 
 class FlashMultiHeadAttention(_FusedWeights):

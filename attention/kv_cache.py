@@ -432,6 +432,7 @@ def _check_attn(attn: nn.Module) -> None:
 
 
 def _check_cache(cache: KVCache) -> None:
+    """Raise unless ``cache`` is a :class:`KVCache`."""
     if not isinstance(cache, KVCache):
         raise ValueError(
             f"cache must be a KVCache, got {type(cache).__name__}; build one: "

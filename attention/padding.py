@@ -130,7 +130,7 @@ def padded_causal_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """
     padded = key_padding_mask(attention_mask)  # (b, T)
     num_tokens = attention_mask.shape[1]
-    # (T, T); causal_mask needs T >= 1, so an empty batch slices it to (0, 0)
+    # (T, T); causal_mask needs T >= 1, so for T = 0 its (1, 1) is sliced to (0, 0)
     causal = causal_mask(max(num_tokens, 1), device=attention_mask.device)
     causal = causal[:num_tokens, :num_tokens]
     # Hide padded keys from every query: (T, T) | (b, 1, T) -> (b, T, T)
