@@ -462,6 +462,19 @@ def check_lse(queries: torch.Tensor, keys: torch.Tensor, lse: torch.Tensor) -> N
         )
 
 
+def check_values(name: str, t: torch.Tensor, needed_by: str) -> None:
+    """Raise if ``t`` is on the ``meta`` device, which holds shapes but no values.
+
+    For the functions that return numbers read from their input, such as an
+    accuracy.
+    """
+    if t.device.type == "meta":
+        raise ValueError(
+            f"{name} is on the meta device, which holds shapes but no values, and "
+            f"{needed_by} needs its values; build it on a real device, e.g. 'cpu'"
+        )
+
+
 def check_dim(name: str, t: torch.Tensor, dim: int) -> None:
     """Raise unless ``dim`` is an integer that indexes a dimension of ``t``."""
     check_integer("dim", dim)

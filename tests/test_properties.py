@@ -1466,7 +1466,17 @@ def test_repeat_kv_refuses_bad_input(bad_x, repeats):
 @PROPERTY
 @given(
     which=st.sampled_from(
-        ["float", "shape", "none", "targets", "ids", "ignored", "empty", "model"]
+        [
+            "float",
+            "shape",
+            "none",
+            "targets",
+            "ids",
+            "ignored",
+            "empty",
+            "model",
+            "meta",
+        ]
     )
 )
 def test_token_accuracy_refuses_bad_input(which):
@@ -1486,9 +1496,11 @@ def test_token_accuracy_refuses_bad_input(which):
         targets = torch.full_like(targets, -100)
     elif which == "empty":
         ids, targets = ids[:0], targets[:0]
+    elif which == "meta":  # shapes without values: no accuracy to count
+        model, ids, targets = model.to("meta"), ids.to("meta"), targets.to("meta")
     else:
         model = TinyAttentionModel
-    with raises("(model|token_ids|targets|token ids) must"):
+    with raises("(model|token_ids|targets|token ids) (must|is on the meta device)"):
         token_accuracy(model, ids, targets)
 
 
@@ -1538,8 +1550,17 @@ def test_copy_weights_refuses_what_is_not_a_matching_module(src_bad, bad):
 
 
 @PROPERTY
+@given(name=st.sampled_from(sorted(VARIANTS)), bias=st.booleans())
+def test_copy_weights_from_meta_has_no_values_to_copy(name, bias):
+    src = MultiHeadAttention(4, 4, 6, 0.0, num_heads=2, qkv_bias=bias).to("meta")
+    dst = VARIANTS[name](4, 4, 6, 0.0, num_heads=2, qkv_bias=bias)
+    with raises("is on the meta device, which holds no values to copy"):
+        copy_weights(src, dst)
+
+
+@PROPERTY
 @given(
-    which=st.sampled_from(["float", "vocab", "size", "none"]),
+    which=st.sampled_from(["float", "vocab", "size", "none", "meta"]),
     vocab=st.integers(2, 5),
 )
 def test_order_blind_accuracy_refuses_bad_input(which, vocab):
@@ -1551,9 +1572,11 @@ def test_order_blind_accuracy_refuses_bad_input(which, vocab):
         ids = ids + vocab
     elif which == "size":
         vocab_size = 0
+    elif which == "meta":
+        ids = ids.to("meta")
     else:
         ids = None
-    with raises("(token_ids|token ids|vocab_size) must"):
+    with raises("(token_ids|token ids|vocab_size) (must|is on the meta device)"):
         order_blind_accuracy(ids, vocab_size)
 
 
@@ -1693,6 +1716,7 @@ PROPERTIES |= {
         ("test_every_variant_computes_the_chapters_function",),
         (
             "test_copy_weights_refuses_what_is_not_a_matching_module",
+            "test_copy_weights_from_meta_has_no_values_to_copy",
             "test_load_mha_state_dict_wants_a_dict_of_tensors",
         ),
     ),
