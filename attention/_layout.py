@@ -39,6 +39,11 @@ def check_layout(state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]) -
                 f"{name} must have shape {tuple(tensor.shape)}, "
                 f"got {tuple(state[name].shape)}"
             )
+        if state[name].device.type == "meta" and tensor.device.type != "meta":
+            raise ValueError(
+                f"{name} is on the meta device, which holds no values to copy to "
+                f"{tensor.device}; build the source module on a real device"
+            )
 
 
 def stack_qkv(state: dict[str, torch.Tensor], part: str) -> torch.Tensor:

@@ -39,8 +39,10 @@ def _got(value: object) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def check_dropout(dropout: float) -> None:
+def check_dropout(dropout: float, name: str = "dropout") -> None:
     """Raise unless ``dropout`` is a number in ``[0, 1)``.
+
+    ``name`` is the argument's name in the message, e.g. ``"dropout_p"``.
 
     >>> check_dropout("0.1")
     Traceback (most recent call last):
@@ -49,11 +51,11 @@ def check_dropout(dropout: float) -> None:
     """
     if isinstance(dropout, bool) or not isinstance(dropout, Real):
         raise ValueError(
-            f"dropout must be a number in [0, 1), got {dropout!r} "
+            f"{name} must be a number in [0, 1), got {dropout!r} "
             f"(a {type(dropout).__name__})"
         )
     if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout!r}")
+        raise ValueError(f"{name} must be in [0, 1), got {dropout!r}")
 
 
 def check_number(name: str, value: float) -> None:
@@ -370,6 +372,106 @@ def check_pair(
         raise ValueError(
             f"{name_a} and {name_b} must be on the same device, got {a.device} and "
             f"{b.device}; move one, e.g. {name_a}.to('{b.device}')"
+        )
+
+
+def check_scores(name: str, t: object) -> None:
+    """Raise unless ``t`` is a float tensor ``(..., n)`` with rows of ``n >= 1`` scores.
+
+    >>> check_scores("attn_scores", torch.zeros(3, 0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: attn_scores must be (..., n) with at least one score per row, ...
+    """
+    check_float_tensor(name, t)
+    if t.dim() == 0 or t.shape[-1] == 0:
+        raise ValueError(
+            f"{name} must be (..., n) with at least one score per row, "
+            f"got shape {tuple(t.shape)}"
+        )
+
+
+def check_qkv(queries: torch.Tensor, keys: torch.Tensor, *values: torch.Tensor) -> None:
+    """Raise unless ``queries``, ``keys`` (and the ``values``, if passed) fit together.
+
+    Expected: float tensors of one dtype and one device, laid out as
+    ``(..., Tq, hd)``, ``(..., Tk, hd)`` and ``(..., Tk, hd)`` with the same
+    leading dimensions, ``hd >= 1``, and at least one key when there are
+    queries. :func:`~attention.weights_from_lse` passes no values.
+    """
+    named = [("queries", queries), ("keys", keys)] + [("values", v) for v in values]
+    for name, t in named[1:]:
+        check_pair(("queries", queries), (name, t))
+    for name, t in named:
+        if t.dim() < 2:
+            raise ValueError(
+                f"{name} must have at least 2 dimensions (..., T, hd), got shape "
+                f"{tuple(t.shape)}"
+            )
+    shapes = ", ".join(f"{name} {tuple(t.shape)}" for name, t in named)
+    if any(t.shape[:-2] != queries.shape[:-2] for _, t in named):
+        raise ValueError(
+            f"queries, keys and values must share their leading (batch, head) "
+            f"dimensions (..., T, hd), got {shapes}"
+        )
+    head_dims = {t.shape[-1] for _, t in named}
+    if head_dims != {queries.shape[-1]} or queries.shape[-1] == 0:
+        raise ValueError(
+            f"queries, keys and values must have the same head_dim >= 1 in their "
+            f"last dimension, got {shapes}"
+        )
+    if any(v.shape[-2] != keys.shape[-2] for v in values):
+        raise ValueError(f"values must hold one value per key, got {shapes}")
+    if keys.shape[-2] == 0 and queries.shape[-2] > 0:
+        raise ValueError(
+            f"keys must hold at least one key for the queries to attend to, "
+            f"got {shapes}"
+        )
+
+
+def check_tiled(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    tile_size: int,
+    causal: bool = False,
+    dropout_p: float = 0.0,
+) -> None:
+    """The one-line check of the tiled attention functions of ``attention.flash``.
+
+    :func:`check_qkv` for the tensors, then ``tile_size`` a positive integer,
+    ``causal`` a flag and ``dropout_p`` a probability in ``[0, 1)``.
+    """
+    check_qkv(queries, keys, values)
+    check_positive(tile_size=tile_size)
+    check_flag("causal", causal)
+    check_dropout(dropout_p, name="dropout_p")
+
+
+def check_lse(queries: torch.Tensor, keys: torch.Tensor, lse: torch.Tensor) -> None:
+    """Raise unless ``lse`` holds one number per query ``(..., bq)`` of ``queries``.
+
+    ``queries`` and ``keys`` must fit as in :func:`check_qkv`.
+    """
+    check_qkv(queries, keys)
+    check_pair(("queries", queries), ("lse", lse))
+    if lse.shape != queries.shape[:-1]:
+        raise ValueError(
+            f"lse must hold one number per query, shape {tuple(queries.shape[:-1])} "
+            f"for queries of shape {tuple(queries.shape)}, got {tuple(lse.shape)}"
+        )
+
+
+def check_values(name: str, t: torch.Tensor, needed_by: str) -> None:
+    """Raise if ``t`` is on the ``meta`` device, which holds shapes but no values.
+
+    For the functions that return numbers read from their input, such as an
+    accuracy.
+    """
+    if t.device.type == "meta":
+        raise ValueError(
+            f"{name} is on the meta device, which holds shapes but no values, and "
+            f"{needed_by} needs its values; build it on a real device, e.g. 'cpu'"
         )
 
 

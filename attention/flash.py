@@ -36,7 +36,14 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .checks import check_attention_args, check_batch, check_positive
+from .checks import (
+    check_attention_args,
+    check_batch,
+    check_lse,
+    check_positive,
+    check_scores,
+    check_tiled,
+)
 from .efficient import _FusedWeights
 
 
@@ -68,6 +75,7 @@ def softmax_three_pass(attn_scores: torch.Tensor) -> torch.Tensor:
         >>> torch.allclose(softmax_three_pass(scores), torch.softmax(scores, -1))
         True
     """
+    check_scores("attn_scores", attn_scores)
     m = attn_scores.amax(dim=-1, keepdim=True)  # pass 1: (..., 1)
     ell = torch.exp(attn_scores - m).sum(dim=-1, keepdim=True)  # pass 2
     return torch.exp(attn_scores - m) / ell  # pass 3: (..., n)
@@ -107,6 +115,7 @@ def online_softmax_stats(
         >>> torch.allclose(ell, torch.exp(scores - 5.0).sum(-1, keepdim=True))
         True
     """
+    check_scores("attn_scores", attn_scores)
     check_positive(tile_size=tile_size)
     m = torch.full_like(attn_scores[..., :1], -torch.inf)  # (..., 1)
     ell = torch.zeros_like(m)  # (..., 1)
@@ -197,7 +206,7 @@ def attention_over_key_tiles(
         >>> out.shape, lse.shape
         (torch.Size([4, 10, 8]), torch.Size([4, 10]))
     """
-    check_positive(tile_size=tile_size)
+    check_tiled(queries, keys, values, tile_size)
     scale = queries.shape[-1] ** -0.5
     m = torch.full_like(queries[..., :1], -torch.inf)  # (..., Tq, 1)
     ell = torch.zeros_like(m)  # (..., Tq, 1)
@@ -274,7 +283,7 @@ def flash_attention(
         >>> lse.shape
         torch.Size([2, 4, 10])
     """
-    check_positive(tile_size=tile_size)
+    check_tiled(queries, keys, values, tile_size, causal, dropout_p)
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     if causal and num_queries != num_keys:
         raise ValueError(
@@ -358,6 +367,7 @@ def weights_from_lse(
         >>> torch.allclose(tile, weights[4:8, 0:4], atol=1e-6)
         True
     """
+    check_lse(queries, keys, lse)
     # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
     scale = queries.shape[-1] ** -0.5
     attn_scores = queries @ keys.transpose(-2, -1) * scale

@@ -17,7 +17,14 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_positive
+from .checks import (
+    check_device,
+    check_input,
+    check_module,
+    check_pair,
+    check_positive,
+    first_weight,
+)
 from .gqa import check_4d, repeat_kv
 from .learned import TinyAttentionModel
 
@@ -255,6 +262,7 @@ def decode_step(
         True
     """
     _check_token_ids(model, token_ids)
+    _check_room(model, token_ids, cache)
     start = cache.num_tokens()
     num_new = token_ids.shape[1]
     x = model.tok_emb(token_ids)  # (b, T_new) -> (b, T_new, d)
@@ -358,6 +366,9 @@ def _check_new_kv(
     """Raise unless ``keys`` and ``values`` fit each other and the cached ones."""
     check_4d("keys", keys, "(b, g, T_new, hd)")
     check_4d("values", values, "(b, g, T_new, hd)")
+    check_pair(("keys", keys), ("values", values))
+    if cached is not None:
+        check_pair(("keys", keys), ("the cached keys", cached))
     if keys.shape != values.shape:
         raise ValueError(
             "keys and values must have the same shape, got "
@@ -375,10 +386,17 @@ def _check_new_kv(
 def _check_new_tokens(
     attn: nn.Module, x: torch.Tensor, cache: KVCache, layer: int
 ) -> None:
-    """Raise unless ``x`` is a batch of new tokens that still fit."""
+    """Raise unless ``attn`` and ``cache`` fit, and ``x`` is new tokens that fit."""
+    _check_attn(attn)
+    _check_cache(cache)
     if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[-1] != attn.d_in:
         got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
         raise ValueError(f"x must have shape (b, T_new, d_in={attn.d_in}), got {got}")
+    weight = first_weight(attn)
+    check_input(
+        x, ndim=3, d_in=attn.d_in, dtype=None if weight is None else weight.dtype
+    )
+    check_device("x", x, weight)
     room = attn.context_length - cache.num_tokens(layer)
     if x.shape[1] > room:
         raise ValueError(
@@ -388,8 +406,54 @@ def _check_new_tokens(
         )
 
 
+#: What cached_attention reads from its ``attn``: the chapter's layout.
+_ATTN_PARTS = ("W_query", "W_key", "W_value", "out_proj", "dropout", "mask")
+#: What decode_step reads from its ``model``: TinyAttentionModel's layout.
+_MODEL_PARTS = (
+    "vocab_size",
+    "context_length",
+    "tok_emb",
+    "pos_emb",
+    "attn",
+    "out_head",
+)
+
+
+def _check_attn(attn: nn.Module) -> None:
+    """Raise unless ``attn`` has the chapter's separate projections and mask."""
+    check_module("attn", attn)
+    missing = [part for part in _ATTN_PARTS if not hasattr(attn, part)]
+    if missing:
+        raise ValueError(
+            "attn must be a MultiHeadAttention or GroupedQueryAttention (with "
+            f"{', '.join(_ATTN_PARTS)}), got {type(attn).__name__}, which lacks "
+            f"{', '.join(missing)}"
+        )
+
+
+def _check_cache(cache: KVCache) -> None:
+    """Raise unless ``cache`` is a :class:`KVCache`."""
+    if not isinstance(cache, KVCache):
+        raise ValueError(
+            f"cache must be a KVCache, got {type(cache).__name__}; build one: "
+            "KVCache(context_length)"
+        )
+
+
+def _check_model(model: TinyAttentionModel) -> None:
+    """Raise unless ``model`` is a decoder laid out as TinyAttentionModel."""
+    check_module("model", model)
+    missing = [part for part in _MODEL_PARTS if not hasattr(model, part)]
+    if missing:
+        raise ValueError(
+            "model must be a TinyAttentionModel (token ids in, logits out), got "
+            f"{type(model).__name__}, which lacks {', '.join(missing)}"
+        )
+
+
 def _check_token_ids(model: TinyAttentionModel, token_ids: torch.Tensor) -> None:
     """Raise unless ``token_ids`` is a non-empty ``(b, T)`` integer tensor of ids."""
+    _check_model(model)
     if not isinstance(token_ids, torch.Tensor) or token_ids.dim() != 2:
         got = (
             tuple(token_ids.shape)
@@ -402,10 +466,27 @@ def _check_token_ids(model: TinyAttentionModel, token_ids: torch.Tensor) -> None
             "token_ids must hold at least one integer id per sequence, got dtype "
             f"{token_ids.dtype} and shape {tuple(token_ids.shape)}"
         )
+    check_device("token_ids", token_ids, first_weight(model))
+    if token_ids.device.type == "meta" or token_ids.numel() == 0:
+        return  # no values to check
     if not (token_ids.min() >= 0 and token_ids.max() < model.vocab_size):
         raise ValueError(
             f"token ids must lie in [0, {model.vocab_size}), got values from "
             f"{token_ids.min().item()} to {token_ids.max().item()}"
+        )
+
+
+def _check_room(
+    model: TinyAttentionModel, token_ids: torch.Tensor, cache: KVCache
+) -> None:
+    """Raise unless the new tokens fit ``model``'s context after the cached ones."""
+    _check_cache(cache)
+    held, num_new = cache.num_tokens(), token_ids.shape[1]
+    if held + num_new > model.context_length:
+        raise ValueError(
+            f"context_length is {model.context_length} and the cache holds {held} "
+            f"tokens, so at most {model.context_length - held} new tokens fit; "
+            f"got {num_new}"
         )
 
 

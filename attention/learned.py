@@ -25,6 +25,7 @@ from .checks import (
     check_module,
     check_number,
     check_positive,
+    check_values,
     first_weight,
 )
 from .multihead import MultiHeadAttention
@@ -248,8 +249,10 @@ def token_accuracy(
     """
     check_module("model", model)
     _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
+    check_values("targets", targets, "token_accuracy")
     predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
     counted = targets != IGNORE_INDEX  # (b, T)
+    _check_counted(counted)
     return (predicted[counted] == targets[counted]).double().mean().item()
 
 
@@ -368,6 +371,7 @@ def order_blind_accuracy(token_ids: torch.Tensor, vocab_size: int) -> float:
     """
     check_positive(vocab_size=vocab_size)
     _check_token_ids(token_ids, vocab_size, context_length=None)
+    check_values("token_ids", token_ids, "order_blind_accuracy")
     if token_ids.shape[1] < 2:
         raise ValueError(
             f"token_ids needs at least 2 tokens per sequence, got shape "
@@ -403,6 +407,16 @@ def _check_sizes(
         raise ValueError(
             f"d_model must be divisible by num_heads, got d_model={d_model} "
             f"and num_heads={num_heads}"
+        )
+
+
+def _check_counted(counted: torch.Tensor) -> None:
+    """Raise unless some position counts: the accuracy of nothing is no number."""
+    if not bool(counted.any()):
+        raise ValueError(
+            "targets must have at least one position that counts (a target other "
+            f"than IGNORE_INDEX={IGNORE_INDEX}), got none in shape "
+            f"{tuple(counted.shape)}"
         )
 
 
@@ -457,6 +471,7 @@ def _check_training_args(
     """Raise unless :func:`train_model`'s arguments fit together."""
     check_module("model", model)
     _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
+    check_values("targets", targets, "train_model")
     check_positive(steps=steps, batch_size=batch_size)
     if batch_size > len(token_ids):
         raise ValueError(

@@ -13,7 +13,9 @@ a key is hidden from a query when it is in the query's future *or* padding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from numbers import Real
 
 import torch
 
@@ -61,7 +63,7 @@ def pad_sequences(
         tensor([[1, 1, 1],
                 [0, 0, 1]])
     """
-    _check_sequences(sequences, side)
+    _check_sequences(sequences, side, value)
     num_tokens = max(len(seq) for seq in sequences)
     first = sequences[0]
     shape = (len(sequences), num_tokens, *first.shape[1:])  # (b, T, ...)
@@ -128,7 +130,9 @@ def padded_causal_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """
     padded = key_padding_mask(attention_mask)  # (b, T)
     num_tokens = attention_mask.shape[1]
-    causal = causal_mask(num_tokens, device=attention_mask.device)  # (T, T)
+    # (T, T); causal_mask needs T >= 1, so for T = 0 its (1, 1) is sliced to (0, 0)
+    causal = causal_mask(max(num_tokens, 1), device=attention_mask.device)
+    causal = causal[:num_tokens, :num_tokens]
     # Hide padded keys from every query: (T, T) | (b, 1, T) -> (b, T, T)
     return causal | padded[:, None, :]
 
@@ -216,13 +220,18 @@ class PaddedMultiHeadAttention(MultiHeadAttention):
         return self.out_proj(context_vec)  # (b, T, d_out)
 
 
-def _check_sequences(sequences: Sequence[torch.Tensor], side: str) -> None:
-    if side not in _SIDES:
+def _check_sequences(
+    sequences: Sequence[torch.Tensor], side: str, value: float
+) -> None:
+    if not isinstance(side, str) or side not in _SIDES:
         raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    if isinstance(sequences, torch.Tensor) or len(sequences) == 0:
+    if not isinstance(sequences, list | tuple) or len(sequences) == 0:
+        got = type(sequences).__name__
+        if isinstance(sequences, list | tuple | torch.Tensor):
+            got += f" of length {len(sequences)}"
         raise ValueError(
             "sequences must be a non-empty list of tensors, one per sequence, "
-            f"got {type(sequences).__name__} of length {len(sequences)}"
+            f"got {got}"
         )
     first = sequences[0]
     for i, seq in enumerate(sequences):
@@ -242,6 +251,29 @@ def _check_sequences(sequences: Sequence[torch.Tensor], side: str) -> None:
                 f"{first.dtype}; sequences[{i}] has {tuple(seq.shape[1:])} and "
                 f"{seq.dtype}"
             )
+        if seq.device != first.device:
+            raise ValueError(
+                f"every sequence must be on the device of sequences[0], "
+                f"{first.device}; sequences[{i}] is on {seq.device}"
+            )
+    _check_pad_value(value, first.dtype)
+
+
+def _check_pad_value(value: float, dtype: torch.dtype) -> None:
+    """Raise unless ``value`` is a number that ``dtype`` holds exactly."""
+    if isinstance(value, bool) or not isinstance(value, Real):
+        raise ValueError(
+            f"value must be a number, got {value!r} ({type(value).__name__})"
+        )
+    if dtype.is_floating_point or dtype.is_complex:
+        return
+    info = torch.iinfo(dtype) if dtype != torch.bool else None
+    low, high = (0, 1) if info is None else (info.min, info.max)
+    if not (math.isfinite(value) and value == int(value) and low <= value <= high):
+        raise ValueError(
+            f"value must be an integer in [{low}, {high}] to pad sequences of "
+            f"dtype {dtype}, got {value!r}"
+        )
 
 
 def _check_attention_mask(
@@ -269,6 +301,8 @@ def _check_attention_mask(
             f"attention_mask must be on x's device, {x.device}, got "
             f"{attention_mask.device}"
         )
+    if attention_mask.device.type == "meta":
+        return  # a meta tensor has a shape but no values to check
     is_binary = (attention_mask == 0) | (attention_mask == 1)
     if not bool(is_binary.all()):
         found = attention_mask[~is_binary].unique()[:5].tolist()
