@@ -15,8 +15,9 @@ One module per idea of the chapter:
 - :mod:`attention.flash`: FlashAttention from scratch, online softmax and
   tiles, and ``FlashMultiHeadAttention`` (beyond the chapter)
 - :mod:`attention.variants`: ``VARIANTS``, the registry of every class
-  interchangeable with ``MultiHeadAttention``, and ``copy_weights``;
-  :mod:`attention.bench` times the registry
+  interchangeable with ``MultiHeadAttention``, ``register`` and
+  ``copy_weights``; :mod:`attention.contract` writes down what an entry must
+  do; :mod:`attention.bench` times the registry
 - :mod:`attention.padding`: padding masks and ``PaddedMultiHeadAttention``,
   for batches of sequences of different lengths (beyond the chapter)
 - :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
@@ -75,7 +76,7 @@ from .padding import (
 )
 from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_sum
-from .variants import VARIANTS, copy_weights
+from .variants import VARIANTS, copy_weights, register
 
 __all__ = [
     "EXAMPLE_WORDS",
@@ -118,6 +119,7 @@ __all__ = [
     "parameter_breakdown",
     "previous_token_data",
     "previous_token_mass",
+    "register",
     "renormalize_masked",
     "repeat_kv",
     "simple_self_attention",

@@ -16,14 +16,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ._layout import check_layout, layout_names
 from .causal import CausalAttention, causal_mask
 from .checks import (
     check_attention_args,
     check_batch,
     check_module,
     check_positive,
-    check_state,
 )
 
 
@@ -190,48 +188,6 @@ class MultiHeadAttention(nn.Module):
         # it contiguous before the view: (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
-
-    def mha_state_dict(self) -> dict[str, torch.Tensor]:
-        """This module's weights by their chapter names: the registry's common layout.
-
-        Book section: 3.6.2. Every class in :data:`attention.VARIANTS` has this
-        method and :meth:`load_mha_state_dict`, so :func:`~attention.copy_weights`
-        moves weights between any two of them without knowing their classes.
-
-        Shape:
-            ``W_query.weight``, ``W_key.weight``, ``W_value.weight``:
-            ``(d_out, d_in)``; ``out_proj.weight``: ``(d_out, d_out)``;
-            every bias: ``(d_out,)``.
-
-        Returns:
-            A dict from parameter names (query, key, value, then ``out_proj``;
-            the query, key and value biases only with ``qkv_bias=True``) to
-            detached views of the weights, not copies.
-
-        Example:
-            >>> mha = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
-            >>> {name: tuple(t.shape) for name, t in mha.mha_state_dict().items()}
-            {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
-             'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
-        """
-        state = {name: p.detach() for name, p in self.named_parameters()}
-        names = layout_names(qkv_bias=self.W_query.bias is not None)
-        return {name: state[name] for name in names}
-
-    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None:
-        """Copy weights given by their chapter names into this module.
-
-        Book section: 3.6.2.
-
-        Args:
-            state: the output of any registry class's ``mha_state_dict()``
-                for a module of the same size.
-        """
-        check_state("state", state)
-        check_layout(state, self.mha_state_dict())
-        with torch.no_grad():
-            for name, param in self.named_parameters():
-                param.copy_(state[name])
 
 
 def parameter_breakdown(module: nn.Module) -> dict[str, int]:

@@ -4,20 +4,25 @@
 :class:`~attention.MultiHeadAttention`: the same constructor ``(d_in, d_out,
 context_length, dropout, num_heads, qkv_bias=False)``, the same meaning of
 ``d_out`` (the width of the whole output), and the same function given the
-same weights. The tests (``tests/test_contract.py``), the benchmark
-(``python -m attention.bench``) and the API reference all read it: a new
-variant is its class plus one line here.
+same weights. :mod:`attention.contract` writes that contract in code. The
+tests (``tests/test_contract.py``), the benchmark (``python -m
+attention.bench``) and the API reference all read the registry: a new
+variant is its class plus one line, from inside the package or outside it::
 
-Each class describes its weights in the chapter's layout with
-``mha_state_dict()`` and loads them with ``load_mha_state_dict(state)``;
-:func:`copy_weights` needs nothing else.
+    attention.register("mine", MyAttention)
+
+:data:`VARIANT_INFO` holds what the tests need to know of each entry
+(:class:`~attention.contract.VariantInfo`); an entry added to
+:data:`VARIANTS` directly gets the defaults.
 """
 
 from __future__ import annotations
 
+import importlib
+
 from torch import nn
 
-from .checks import check_module
+from .contract import VariantInfo, check_variant, load_mha_state_dict, mha_state_dict
 from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
@@ -37,7 +42,99 @@ VARIANTS: dict[str, type[nn.Module]] = {
     "padded": PaddedMultiHeadAttention,
 }
 
+#: Short name -> what the contract suite and the benchmark need to know;
+#: a name missing here gets ``VariantInfo()``'s defaults.
+VARIANT_INFO: dict[str, VariantInfo] = {}
+
 _SIZES = ("d_in", "d_out", "num_heads")
+
+
+def register(
+    name: str, cls: type[nn.Module], info: VariantInfo | None = None
+) -> type[nn.Module]:
+    """Add ``cls`` to :data:`VARIANTS` under ``name``: the one line a variant needs.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Args:
+        name: the short name the tests, the benchmark and the reports use.
+        cls: a class that keeps :class:`~attention.contract.AttentionVariant`'s
+            contract.
+        info: what the contract suite needs to know of it; default
+            ``VariantInfo()``.
+
+    Returns:
+        ``cls``, so that ``register`` can also decorate a class.
+
+    Example:
+        >>> class Mine(MultiHeadAttention):
+        ...     pass
+        >>> _ = register("mine", Mine)
+        >>> VARIANTS["mine"] is Mine, variant_info("mine") == VariantInfo()
+        (True, True)
+        >>> del VARIANTS["mine"]
+    """
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(
+            f"name must be a short identifier such as 'mine', got {name!r}"
+        )
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        raise ValueError(f"cls must be an nn.Module subclass, got {cls!r}")
+    if VARIANTS.get(name, cls) is not cls:
+        raise ValueError(
+            f"the name {name!r} is taken by {VARIANTS[name].__name__}; "
+            f"choose another for {cls.__name__}"
+        )
+    if info is not None and not isinstance(info, VariantInfo):
+        raise ValueError(f"info must be a VariantInfo, got {type(info).__name__}")
+    VARIANTS[name] = cls
+    VARIANT_INFO[name] = info or VariantInfo()
+    return cls
+
+
+def variant_info(name: str) -> VariantInfo:
+    """What :data:`VARIANT_INFO` says of ``name``, or the defaults.
+
+    >>> variant_info("sdpa").dtypes
+    (torch.float32, torch.float64)
+    """
+    if name not in VARIANTS:
+        raise ValueError(f"name must be one of {list(VARIANTS)}, got {name!r}")
+    return VARIANT_INFO.get(name, VariantInfo())
+
+
+def load_variant(spec: str) -> str:
+    """Import and register a variant given as ``module:Class`` or ``name=module:Class``.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. What
+    ``python -m attention.bench --variant`` calls: ``module`` must be
+    importable (on ``sys.path``). Without ``name=``, the name is the class
+    name in lower case. A module that registers the class itself (with
+    :func:`register`) keeps its own name.
+
+    Returns:
+        The class's name in :data:`VARIANTS`.
+
+    Example:
+        >>> load_variant("attention.efficient:SDPAMultiHeadAttention")
+        'sdpa'
+    """
+    name, _, target = spec.rpartition("=")
+    module_name, colon, class_name = target.partition(":")
+    if not (colon and module_name and class_name):
+        raise ValueError(
+            "a variant must be given as module:Class or name=module:Class, "
+            f"got {spec!r}"
+        )
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError) as error:
+        raise ValueError(f"cannot load the variant {spec!r}: {error}") from error
+    for known, registered in VARIANTS.items():
+        if registered is cls and (not name or name == known):
+            return known
+    register(name or class_name.lower(), cls)
+    return name or class_name.lower()
 
 
 def copy_weights(src: nn.Module, dst: nn.Module) -> None:
@@ -70,27 +167,18 @@ def copy_weights(src: nn.Module, dst: nn.Module) -> None:
         >>> torch.allclose(sdpa(x), mha(x), atol=1e-6)
         True
     """
-    for module, role in ((src, "src"), (dst, "dst")):
-        check_module(role, module)  # a class without (), a state_dict()
-        if not all(
-            callable(getattr(module, method, None))
-            for method in ("mha_state_dict", "load_mha_state_dict")
-        ):
-            raise ValueError(
-                f"{role} must be a multi-head attention module with "
-                "mha_state_dict() and load_mha_state_dict() (a class of "
-                f"attention.VARIANTS), got {type(module).__name__}"
-            )
-    state = src.mha_state_dict()
-    sizes = {name: (getattr(src, name), getattr(dst, name)) for name in _SIZES}
-    sizes["qkv_bias"] = (
-        "W_query.bias" in state,
-        "W_query.bias" in dst.mha_state_dict(),
-    )
+    check_variant("src", src)  # a class without (), a state_dict(), a Linear
+    check_variant("dst", dst)
+    state = mha_state_dict(src)
+    target = mha_state_dict(dst)
+    sizes = {
+        name: (getattr(src, name, None), getattr(dst, name, None)) for name in _SIZES
+    }
+    sizes["qkv_bias"] = ("W_query.bias" in state, "W_query.bias" in target)
     for name, (a, b) in sizes.items():
         if a != b:
             raise ValueError(
                 f"src and dst must have the same {name}, got {a} in src "
                 f"({type(src).__name__}) and {b} in dst ({type(dst).__name__})"
             )
-    dst.load_mha_state_dict(state)
+    load_mha_state_dict(dst, state)

@@ -10,6 +10,7 @@ class of the registry (``tests/test_contract.py``) are checked with them.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 
 import torch
@@ -161,3 +162,50 @@ def assert_padding_changes_no_real_token(
             module(sentence[None])[0],
             msg=f"{side} padding changed a real token of sequence {i}",
         )
+
+
+def reference_multihead(
+    state: dict[str, torch.Tensor], x: torch.Tensor, num_heads: int
+) -> torch.Tensor:
+    """Causal multi-head attention from weights in the chapter's layout.
+
+    Written apart from every class of the package (``einsum``, an explicit
+    ``-inf`` triangle), so that the contract suite compares each registry
+    entry, the chapter's ``MultiHeadAttention`` included, with something
+    other than itself. Differentiable in ``state`` and ``x``.
+
+    ``state`` maps ``W_query.weight`` ... ``out_proj.bias`` to tensors;
+    ``x`` is ``(b, T, d_in)``; the result is ``(b, T, d_out)``.
+    """
+
+    def project(name: str) -> torch.Tensor:
+        # (b, T, d_in) x (d_out, d_in) -> (b, T, d_out) -> (b, T, h, hd)
+        out = torch.einsum("btd,od->bto", x, state[f"{name}.weight"])
+        if f"{name}.bias" in state:
+            out = out + state[f"{name}.bias"]
+        return out.unflatten(-1, (num_heads, -1))
+
+    q, k, v = project("W_query"), project("W_key"), project("W_value")
+    T, hd = x.shape[1], q.shape[-1]
+    scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(hd)  # (b, h, T, T)
+    later = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(diagonal=1)
+    weights = torch.softmax(scores.masked_fill(later, -math.inf), dim=-1)
+    heads = torch.einsum("bhqk,bkhd->bqhd", weights, v)  # (b, T, h, hd)
+    merged = heads.flatten(-2)  # (b, T, d_out)
+    return merged @ state["out_proj.weight"].T + state["out_proj.bias"]
+
+
+def assert_message_names(error: BaseException, *names: tuple[str, ...]) -> None:
+    """The message names each of ``names``: one of each tuple's spellings.
+
+    A spelling counts as a whole word (``"4"`` is not found in ``"48"``), so a
+    message passes by naming the argument, the expected and the given value,
+    in its own words.
+    """
+    message = str(error)
+    for spellings in names:
+        found = any(
+            re.search(rf"(?<!\w){re.escape(word)}(?!\w)", message, re.IGNORECASE)
+            for word in spellings
+        )
+        assert found, f"the message does not name {' or '.join(spellings)}: {message}"

@@ -11,6 +11,11 @@ from attention import example_inputs
 # on a shared 2-core machine one thread runs the suite several times faster.
 torch.set_num_threads(1)
 
+# A registry entry from outside the package: importing it (as --doctest-modules
+# would) registers it for the whole session. tests/test_outside_variant.py
+# loads it in child processes only.
+collect_ignore = ["outside_variant.py"]
+
 
 @pytest.fixture
 def inputs() -> torch.Tensor:

@@ -234,6 +234,7 @@ EXCLUDED = {
     "example_inputs": "takes no argument: the book's numbers, on the CPU",
     "previous_token_data": "takes no tensor: draws token ids on the CPU from a seed",
     "kv_cache_bytes": "takes integers, returns an int",
+    "register": "takes a name and a class, returns the class",
     "train_model": "a training loop: needs values (random batches, loss.item())",
     "token_accuracy": "returns a Python float: needs values (.item())",
     "order_blind_accuracy": "returns a Python float: needs values (.item())",

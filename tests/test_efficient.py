@@ -18,6 +18,7 @@ from attention import (
     TorchMultiHeadAttention,
     copy_weights,
 )
+from attention.contract import mha_state_dict
 
 FUSED = [FusedQKVMultiHeadAttention, SDPAMultiHeadAttention]
 
@@ -28,8 +29,8 @@ def test_same_seed_draws_the_chapter_weights(cls) -> None:
     mha = MultiHeadAttention(5, 6, 7, 0.0, 3)
     torch.manual_seed(123)
     fused = cls(5, 6, 7, 0.0, 3)
-    for name, weight in mha.mha_state_dict().items():
-        assert torch.equal(fused.mha_state_dict()[name], weight), name
+    for name, weight in mha_state_dict(mha).items():
+        assert torch.equal(mha_state_dict(fused)[name], weight), name
 
 
 @pytest.mark.parametrize("cls", FUSED, ids=lambda c: c.__name__)

@@ -20,7 +20,7 @@ import math
 
 import pytest
 import torch
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from torch import nn
 
@@ -73,6 +73,7 @@ from attention import (
     weighted_sum,
     weights_from_lse,
 )
+from attention.contract import load_mha_state_dict, mha_state_dict
 
 PROPERTY = settings(derandomize=True, deadline=None, max_examples=50)
 FEW = settings(derandomize=True, deadline=None, max_examples=10)
@@ -722,7 +723,7 @@ def test_count_parameters_wants_a_module(bad):
 )
 def test_load_mha_state_dict_wants_a_dict_of_tensors(name, bad):
     with raises("state must be a dict"):
-        build(VARIANTS[name]).load_mha_state_dict(bad)
+        load_mha_state_dict(build(VARIANTS[name]), bad)
 
 
 @PROPERTY
@@ -905,7 +906,7 @@ def test_multi_head_classes_equal_the_formula(
     state = (
         chapter_state(module)
         if cls is GroupedQueryAttention
-        else module.mha_state_dict()
+        else mha_state_dict(module)
     )
     x = randn(seed, b, T, d_in, dtype=dtype)
     with torch.no_grad():
@@ -930,7 +931,47 @@ def test_padded_attention_hides_the_padding(seed, lengths, side, dtype):
     with torch.no_grad():
         out = module(x, attention_mask)
         hidden = pad[:, None, :].expand(-1, x.shape[1], -1)
-        close(out, reference_mha(module.mha_state_dict(), x, 2, hidden=hidden))
+        close(out, reference_mha(mha_state_dict(module), x, 2, hidden=hidden))
+
+
+# --- the registry: register -----------------------------------------------------
+
+
+@PROPERTY
+@given(name=st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True), bias=st.booleans())
+def test_register_adds_a_working_entry_in_one_line(name, bias):
+    assume(name not in VARIANTS)
+
+    class Joined(MultiHeadAttention):
+        pass
+
+    try:
+        assert attention.register(name, Joined) is Joined
+        assert VARIANTS[name] is Joined
+        assert attention.register(name, Joined) is Joined  # again: no change
+        torch.manual_seed(0)
+        module = Joined(3, 4, 6, 0.0, 2, qkv_bias=bias).eval()
+        x = randn(1, 2, 5, 3)
+        with torch.no_grad():
+            close(module(x), reference_mha(mha_state_dict(module), x, 2))
+    finally:
+        VARIANTS.pop(name, None)
+
+
+@PROPERTY
+@given(
+    name=st.one_of(
+        st.sampled_from(["", "two words", "1st", "mha"]), NOT_TENSORS, st.integers()
+    ),
+    cls=st.sampled_from([None, "MultiHeadAttention", 3, torch.nn.Linear(2, 2)]),
+)
+def test_register_refuses_bad_names_taken_names_and_non_classes(name, cls):
+    before = dict(VARIANTS)
+    with raises("name must be|cls must be|is taken by"):
+        attention.register(name, cls)
+    with raises("is taken by"):
+        attention.register("mha", SDPAMultiHeadAttention)
+    assert VARIANTS == before
 
 
 # --- valid inputs: padding helpers ------------------------------------------------
@@ -1711,6 +1752,10 @@ PROPERTIES |= {
     "causal_mask": (
         ("test_causal_mask_hides_exactly_the_future",),
         ("test_causal_mask_refuses_bad_sizes_and_devices",),
+    ),
+    "register": (
+        ("test_register_adds_a_working_entry_in_one_line",),
+        ("test_register_refuses_bad_names_taken_names_and_non_classes",),
     ),
     "copy_weights": (
         ("test_every_variant_computes_the_chapters_function",),

@@ -72,7 +72,15 @@ def _parser() -> argparse.ArgumentParser:
     add("--memory-tokens", type=int, nargs="+", help="lengths")
     add("--memory-batch", type=int, help=f"default {default.memory_batch}")
     add("--no-memory", action="store_true", help="skip memory")
-    add("--variants", nargs="+", choices=list(_all_variants()), help="default: all")
+    add("--variants", nargs="+", help=f"default: all of {list(_all_variants())}")
+    add(
+        "--variant",
+        action="append",
+        dest="plugins",
+        metavar="MODULE:CLASS",
+        help="also time a class from outside the package (importable module, "
+        "optionally NAME=MODULE:CLASS); repeatable",
+    )
     add("--threads", type=int, help="torch intra-op threads")
     add("--out", type=Path, default=Path("_build/bench"), help="output directory")
     add("--stem", default="bench", help="file name stem")
@@ -97,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             "memory_batch": args.memory_batch,
             "variants": tuple(args.variants) if args.variants else None,
             "threads": args.threads,
+            "plugins": tuple(args.plugins) if args.plugins else None,
         }.items()
         if value is not None
     }

@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ..multihead import MultiHeadAttentionWrapper
-from ..variants import VARIANTS
+from ..variants import VARIANTS, load_variant
 
 #: The registry name every ratio is taken against: the chapter's class.
 REFERENCE = "mha"
@@ -45,8 +45,18 @@ class BenchConfig:
     variants: tuple[str, ...] = field(default_factory=_all_variants)
     threads: int = field(default_factory=torch.get_num_threads)
     seed: int = 0
+    #: Variants from outside the package, as ``module:Class`` or
+    #: ``name=module:Class``: imported and registered first, then timed with
+    #: the others (``--variant`` on the command line).
+    plugins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        loaded = [load_variant(spec) for spec in self.plugins]
+        missing = tuple(name for name in loaded if name not in self.variants)
+        if missing:  # timed after the registry's entries, before the wrapper
+            own = tuple(v for v in self.variants if v != WRAPPER)
+            tail = (WRAPPER,) if WRAPPER in self.variants else ()
+            object.__setattr__(self, "variants", (*own, *missing, *tail))
         unknown = [v for v in self.variants if v not in _all_variants()]
         if unknown:
             raise ValueError(

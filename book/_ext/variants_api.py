@@ -5,7 +5,8 @@ Usage, inside an ``{eval-rst}`` block of the API page::
     .. autovariants::
 
 It reads the registry when the page is read and writes, for every entry in
-registry order, an ``autoclass`` with its two weight-layout methods, after a
+registry order, an ``autoclass``, with its two weight-layout methods when it stores its
+weights in a layout of its own, after a
 table of the registry's names. A class added to the registry is documented
 without editing the page; the page is read again whenever the package
 changes (the build's staleness hook), so the list cannot fall behind.
@@ -24,9 +25,8 @@ class AutoVariants(SphinxDirective):
 
     def run(self) -> list[nodes.Node]:
         package = importlib.import_module("attention")
-        variants = {
-            name: _public_name(package, cls) for name, cls in package.VARIANTS.items()
-        }
+        classes = package.VARIANTS
+        variants = {name: _public_name(package, cls) for name, cls in classes.items()}
         rows = [
             f"   * - ``{name!r}``\n     - :class:`~{path}`"
             for name, path in variants.items()
@@ -40,14 +40,14 @@ class AutoVariants(SphinxDirective):
             *rows,
             "",
         ]
-        for path in variants.values():
-            lines += [
-                f".. autoclass:: {path}",
-                "",
-                "   .. automethod:: mha_state_dict",
-                "   .. automethod:: load_mha_state_dict",
-                "",
-            ]
+        for name, path in variants.items():
+            lines += [f".. autoclass:: {path}", ""]
+            if hasattr(classes[name], "mha_state_dict"):  # its own layout
+                lines += [
+                    "   .. automethod:: mha_state_dict",
+                    "   .. automethod:: load_mha_state_dict",
+                    "",
+                ]
         return self.parse_text_to_nodes("\n".join(lines))
 
 

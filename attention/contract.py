@@ -1,0 +1,243 @@
+"""What a class must do to stand in for the chapter's ``MultiHeadAttention``.
+
+Book section: Beyond the chapter, Efficient multi-head attention. The
+contract, written in code:
+
+- :class:`AttentionVariant`: the attributes and the call every entry of
+  :data:`attention.VARIANTS` has. Its constructor takes ``(d_in, d_out,
+  context_length, dropout, num_heads, qkv_bias=False)``, with ``d_out`` the
+  width of the whole output, plus any keyword arguments its
+  :class:`VariantInfo` names.
+- The weights, in the chapter's layout: a class that stores ``W_query``,
+  ``W_key``, ``W_value`` and ``out_proj`` as ``nn.Linear`` layers, as
+  ``MultiHeadAttention`` does, needs nothing more. A class that stores them
+  another way (:class:`TranslatesLayout`) translates with two methods,
+  ``mha_state_dict()`` and ``load_mha_state_dict(state)``.
+  :func:`mha_state_dict` and :func:`load_mha_state_dict` read and write
+  either kind.
+- :class:`VariantInfo`: what the contract suite (``tests/test_contract.py``)
+  and the benchmark need to know about an entry: its dtypes and devices, its
+  tolerances, and whether its parameter count is the chapter's.
+
+Bad input is part of the contract too: a ``ValueError`` whose message names
+the argument, what was expected and what came. The wording is the class's
+own.
+
+Example:
+    >>> from attention import MultiHeadAttention, SDPAMultiHeadAttention
+    >>> mha = MultiHeadAttention(4, 6, context_length=5, dropout=0.0, num_heads=3)
+    >>> isinstance(mha, AttentionVariant), isinstance(mha, TranslatesLayout)
+    (True, False)
+    >>> sdpa = SDPAMultiHeadAttention(4, 6, 5, dropout=0.0, num_heads=3)
+    >>> isinstance(sdpa, TranslatesLayout)
+    True
+    >>> list(mha_state_dict(mha)) == list(mha_state_dict(sdpa))
+    True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol, runtime_checkable
+
+import torch
+from torch import nn
+
+from ._layout import QKV, check_layout, layout_names
+from .checks import check_module, check_state
+
+
+@runtime_checkable
+class AttentionVariant(Protocol):
+    """A module that can stand in for ``MultiHeadAttention``.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Attributes:
+        d_in: width of each input token embedding.
+        d_out: width of the whole output (all heads together).
+        context_length: the longest sequence the module accepts.
+        num_heads: how many heads.
+        head_dim: ``d_out // num_heads``.
+
+    Shape:
+        x: ``(b, T, d_in)`` with ``T <= context_length``
+        Output: ``(b, T, d_out)``
+    """
+
+    d_in: int
+    d_out: int
+    context_length: int
+    num_heads: int
+    head_dim: int
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor: ...
+
+
+@runtime_checkable
+class TranslatesLayout(Protocol):
+    """A variant that stores its weights in its own layout and translates.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+    ``mha_state_dict()`` returns the weights by the chapter's names
+    (``W_query.weight`` ..., ``out_proj.bias``, the query, key and value
+    biases only with ``qkv_bias=True``), each ``(d_out, d_in)``,
+    ``(d_out, d_out)`` or ``(d_out,)``; ``load_mha_state_dict(state)``
+    copies such a dict in.
+    """
+
+    def mha_state_dict(self) -> dict[str, torch.Tensor]: ...
+
+    def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None: ...
+
+
+def _tolerances() -> Mapping[torch.dtype, tuple[float, float]]:
+    return MappingProxyType(
+        {torch.float32: (1e-5, 1e-5), torch.float64: (1e-10, 1e-10)}
+    )
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What the contract suite and the benchmark need to know of one entry.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. Like a
+    row of PyTorch's ``OpInfo`` tables: the defaults fit a class that
+    computes the chapter's function in float32 and float64, anywhere.
+
+    Attributes:
+        dtypes: the floating-point dtypes the class computes in.
+        devices: the device types it runs on, where present (``"meta"``
+            computes shapes only; ``"cuda"`` is tested when a GPU is there).
+        tolerances: ``dtype -> (atol, rtol)`` against the plain-tensor
+            reference of the contract suite.
+        same_parameter_count: the class has exactly
+            ``MultiHeadAttention``'s parameters (``False`` for a class that
+            adds some of its own).
+        kwargs: extra keyword arguments its constructor needs, passed after
+            the chapter's six.
+    """
+
+    dtypes: tuple[torch.dtype, ...] = (torch.float32, torch.float64)
+    devices: tuple[str, ...] = ("cpu", "meta", "cuda")
+    tolerances: Mapping[torch.dtype, tuple[float, float]] = field(
+        default_factory=_tolerances
+    )
+    same_parameter_count: bool = True
+    kwargs: Mapping[str, object] = field(default_factory=lambda: MappingProxyType({}))
+
+    def build(
+        self,
+        cls: type[nn.Module],
+        d_in: int,
+        d_out: int,
+        context_length: int,
+        dropout: float,
+        num_heads: int,
+        qkv_bias: bool = False,
+    ) -> nn.Module:
+        """``cls`` with the chapter's six arguments and this entry's ``kwargs``.
+
+        >>> from attention import MultiHeadAttention
+        >>> VariantInfo().build(MultiHeadAttention, 4, 6, 5, 0.0, 3).head_dim
+        2
+        """
+        args = (d_in, d_out, context_length, dropout, num_heads, qkv_bias)
+        return cls(*args, **self.kwargs)
+
+
+def check_variant(name: str, module: object) -> None:
+    """Raise unless ``module`` is a module whose weights have the chapter's layout.
+
+    Either its own ``mha_state_dict()`` and ``load_mha_state_dict()``, or
+    ``W_query``, ``W_key``, ``W_value`` and ``out_proj`` as ``nn.Linear``.
+    """
+    check_module(name, module)
+    if not isinstance(module, TranslatesLayout):
+        _chapter_linears(module, name)
+
+
+def _chapter_linears(module: nn.Module, name: str = "module") -> dict[str, nn.Linear]:
+    """``W_query``, ``W_key``, ``W_value``, ``out_proj``, or a clear error."""
+    layers = {layer: getattr(module, layer, None) for layer in (*QKV, "out_proj")}
+    missing = [key for key, layer in layers.items() if not isinstance(layer, nn.Linear)]
+    if missing:
+        raise ValueError(
+            f"{name} must be a multi-head attention module: W_query, W_key, "
+            "W_value and out_proj as nn.Linear layers, or mha_state_dict() and "
+            f"load_mha_state_dict(); got {type(module).__name__} "
+            f"(no nn.Linear {missing})"
+        )
+    return layers
+
+
+def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights of any variant, by the chapter's names.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. A class
+    with its own ``mha_state_dict()`` (:class:`TranslatesLayout`) answers
+    itself; a class in the chapter's layout is read directly.
+
+    Args:
+        module: a registry variant.
+
+    Shape:
+        W_query.weight: ``(d_out, d_in)``, likewise ``W_key`` and ``W_value``
+        out_proj.weight: ``(d_out, d_out)``
+        biases: ``(d_out,)``
+
+    Returns:
+        A dict from names (query, key, value, then ``out_proj``; the query,
+        key and value biases only with ``qkv_bias=True``) to detached views of
+        the weights, not copies.
+
+    Example:
+        >>> from attention import MultiHeadAttention
+        >>> mha = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> {name: tuple(t.shape) for name, t in mha_state_dict(mha).items()}
+        {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
+         'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
+    """
+    check_module("module", module)
+    if isinstance(module, TranslatesLayout):
+        return module.mha_state_dict()
+    layers = _chapter_linears(module)
+    state = {}
+    for name, layer in layers.items():
+        state[f"{name}.weight"] = layer.weight.detach()
+        if layer.bias is not None:
+            state[f"{name}.bias"] = layer.bias.detach()
+    names = layout_names(qkv_bias=layers["W_query"].bias is not None)
+    return {name: state[name] for name in names if name in state}
+
+
+def load_mha_state_dict(module: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Copy weights given by the chapter's names into any variant, in place.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Args:
+        module: the registry variant to write into.
+        state: the output of :func:`mha_state_dict` for a module of the same
+            size.
+
+    Example:
+        >>> from attention import MultiHeadAttention
+        >>> a = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> b = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> load_mha_state_dict(b, mha_state_dict(a))
+        >>> torch.equal(b.W_key.weight, a.W_key.weight)
+        True
+    """
+    check_module("module", module)
+    if isinstance(module, TranslatesLayout):
+        module.load_mha_state_dict(state)
+        return
+    check_state("state", state)
+    own = mha_state_dict(module)
+    check_layout(state, own)
+    with torch.no_grad():
+        for name, weight in own.items():
+            weight.copy_(state[name])  # a view: writes into the parameter
