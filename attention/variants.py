@@ -93,7 +93,7 @@ def register(
 
 
 def variant_info(name: str) -> VariantInfo:
-    """What :data:`VARIANT_INFO` says of ``name``, or the defaults.
+    """What ``VARIANT_INFO`` says of the entry ``name``, or the defaults.
 
     >>> variant_info("sdpa").dtypes
     (torch.float32, torch.float64)
@@ -110,10 +110,10 @@ def load_variant(spec: str) -> str:
     ``python -m attention.bench --variant`` calls: ``module`` must be
     importable (on ``sys.path``). Without ``name=``, the name is the class
     name in lower case. A module that registers the class itself (with
-    :func:`register`) keeps its own name.
+    :func:`attention.register`) keeps its own name.
 
     Returns:
-        The class's name in :data:`VARIANTS`.
+        The class's name in :data:`attention.VARIANTS`.
 
     Example:
         >>> load_variant("attention.efficient:SDPAMultiHeadAttention")
