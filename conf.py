@@ -76,6 +76,10 @@ locale_dirs = ["locales/"]  # relative to book/
 gettext_compact = False  # one catalog per page, not per folder
 gettext_location = False  # no line numbers in the catalogs: no churn on edits
 i18n_html_title = {"zh_CN": "动手编写注意力机制"}
+# myst-nb's toggle texts (nb_code_prompt_show / nb_code_prompt_hide) per
+# language. The book hides only cell sources (tag hide-input), so the texts
+# say "code" where myst-nb's English default fills in {type} = "source".
+i18n_nb_code_prompts = {"zh_CN": ("显示代码", "隐藏代码")}
 
 # -- API reference ------------------------------------------------------------
 autodoc_member_order = "bysource"

@@ -9,7 +9,9 @@ same page paths. This extension, active in every edition's build:
   relative link to the same page in each other edition, so it works offline
   and under any URL prefix;
 - sets, in a translated build, the search language (Chinese: ``zh``, which
-  segments words with jieba) and the translated site title;
+  segments words with jieba), the translated site title, and myst-nb's
+  toggle texts (its documented options ``nb_code_prompt_show`` and
+  ``nb_code_prompt_hide``, from ``i18n_nb_code_prompts``);
 
 The page text itself is translated by Sphinx from the catalogs, code
 comments by ``i18n_code``, the notebook downloads by ``notebooks``.
@@ -110,6 +112,9 @@ def _configure(app, config) -> None:
     titles = config.i18n_html_title
     if language in titles:
         config.html_title = titles[language]
+    prompts = config.i18n_nb_code_prompts  # myst-nb reads them at builder-inited
+    if language in prompts:
+        config.nb_code_prompt_show, config.nb_code_prompt_hide = prompts[language]
 
 
 def _page_context(app, pagename, templatename, context, doctree) -> None:
@@ -119,6 +124,7 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
 
 def setup(app):
     app.add_config_value("i18n_html_title", {}, "html", dict)
+    app.add_config_value("i18n_nb_code_prompts", {}, "html", dict)
     app.add_css_file("i18n.css")  # book/_static/i18n.css
     app.connect("config-inited", _configure)
     app.connect("html-page-context", _page_context)

@@ -340,3 +340,46 @@ def test_chinese_search_finds_the_pages(zh, browser_tab, query, expected):
     for rel in found:
         text = zh.page(rel).soup.get_text()
         assert all(word in text for word in query.split()), (rel, query)
+
+
+def _prose(article) -> list[str]:
+    """The article's paragraphs, code and math each shown as one ``X``, as a
+    browser lays them out (a line break inside a paragraph is a space)."""
+    article = copy.copy(article)
+    for tag in article.select(".cell_output, script, style, pre"):
+        tag.decompose()
+    for tag in article.select("code, .math"):
+        tag.replace_with("X")
+    blocks = article.select("p, li > p, h1, h2, h3, h4, th, td, dt, figcaption")
+    return [" ".join(block.get_text("").split()) for block in blocks]
+
+
+@pytest.mark.site
+def test_no_space_between_two_chinese_characters(zh):
+    """Chinese has no spaces between words; a space between two Chinese
+    characters is a slip, most often around a cross-reference whose text is
+    Chinese (write 见{doc}`第 3.5 节 <…>`，not 见 {doc}`…` ，)."""
+    gaps = re.compile(r"[\u4e00-\u9fff\uff0c\u3002\uff1a\uff1b\uff08\uff09] +[\u4e00-\u9fff]")
+    problems = [
+        f"{page.rel}: …{text[max(0, m.start() - 12) : m.end() + 12]}…"
+        for page in zh.pages
+        if page.is_book_page
+        for text in _prose(page.article)
+        for m in gaps.finditer(text)
+    ]
+    assert not problems, f"{len(problems)} spaces between Chinese characters:\n" + (
+        "\n".join(problems[:30])
+    )
+
+
+@pytest.mark.site
+def test_code_cell_toggles_are_chinese(zh):
+    """myst-nb's toggle texts, set per language in conf.py (i18n_nb_code_prompts)."""
+    toggles = [
+        (page.rel, p.get_text(strip=True))
+        for page in zh.pages
+        for p in page.article.select("details.hide summary, .toggle-details__summary")
+    ]
+    assert toggles, "no toggles found: the selector is stale"
+    english = [(rel, text) for rel, text in toggles if re.search(r"[A-Za-z]", text)]
+    assert not english, f"{len(english)} of {len(toggles)} toggles in English: {english[:5]}"

@@ -1,0 +1,209 @@
+"""The Chinese edition keeps its terms: the glossary's table is the term base.
+
+``book/reference/glossary.md`` holds one table (English | 中文 | Not used
+here); it is what readers see and what this test reads, so there is one
+list. Two rules, over every message of the catalogs:
+
+- a msgid that uses an English term (outside code, math and link targets)
+  has a msgstr that uses the Chinese term;
+- no msgstr uses a rendering of the last column (``令牌`` for *token*,
+  ``计算下限`` for *compute bound*, lowercase ``transformer`` ...).
+
+A failure names the catalog, the term and the message.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+from markdown_it import MarkdownIt
+
+ROOT = Path(__file__).resolve().parents[1]
+GLOSSARY = ROOT / "book" / "reference" / "glossary.md"
+CATALOGS = ROOT / "book" / "locales" / "zh_CN" / "LC_MESSAGES"
+
+#: (English term, start of the msgid): where the English word is not the
+#: term, with the reason. Keep this short.
+EXCEPTIONS = {
+    ("value", "The 6 by 6 causal attention weights after dropout"): (
+        "'the original values': numbers, not the value vectors"
+    ),
+    ("tile", "`torch.repeat_interleave(x, 3, dim=1)` gives"): (
+        "'repeat tiles the heads': the verb, not a FlashAttention tile"
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Term:
+    english: str
+    chinese: str
+    rivals: tuple[str, ...]
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def term_base(markdown: str) -> list[Term]:
+    """The terms of the glossary's English | 中文 | Not used here table.
+
+    ``*query* / *key* / *value*`` with ``查询 / 键 / 值`` gives three terms; a
+    parenthesis after the English term (``(GQA)``) is a note.
+
+    >>> table = '''
+    ... | English | 中文 | Not used here |
+    ... |---|---|---|
+    ... | *token* | 词元 | 令牌、符元 |
+    ... | *left padding* / *right padding* (x) | 左填充 / 右填充 | |
+    ... '''
+    >>> for term in term_base(table):
+    ...     print(term.english, term.chinese, term.rivals)
+    token 词元 ('令牌', '符元')
+    left padding 左填充 ()
+    right padding 右填充 ()
+    """
+    tables, row, in_row = [], [], False
+    for token in MarkdownIt("commonmark").enable("table").parse(markdown):
+        if token.type == "table_open":
+            tables.append([])
+        elif token.type == "tr_open":
+            row, in_row = [], True
+        elif token.type == "inline" and in_row:
+            row.append(token.content)
+        elif token.type == "tr_close":
+            tables[-1].append(row)
+            in_row = False
+    (table,) = [t for t in tables if t[0][:2] == ["English", "中文"]]
+    terms = []
+    for english, chinese, rivals in table[1:]:
+        english = re.sub(r"\s*\([^)]*\)", "", english)  # (GQA), (the 3.6.1 class)
+        names = [name.strip().strip("*") for name in english.split(" / ")]
+        renderings = [name.strip() for name in chinese.split(" / ")]
+        assert len(names) == len(renderings), (english, chinese)
+        others = tuple(
+            r.removeprefix("小写的 ")  # "lowercase transformer": the word itself
+            for r in re.split(r"[、,]\s*", rivals)
+            if r
+        )
+        terms += [Term(n, z, others) for n, z in zip(names, renderings, strict=True)]
+    return terms
+
+
+TERMS = term_base(GLOSSARY.read_text("utf-8"))
+
+
+def prose(msgid: str, msgstr: str) -> str:
+    """``msgid`` without code, math, roles, link targets, shape tuples and
+    the italic English spans that ``msgstr`` keeps as they are (titles)."""
+    text = re.sub(r"\{[^}]+\}`[^`]*`", " ", msgid)  # roles
+    text = re.sub(r"``.*?``|`[^`]*`", " ", text)  # code
+    text = re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " ", text)  # math
+    text = re.sub(r"\]\([^)]*\)|<[^>]*>", " ", text)  # link targets
+    text = re.sub(r"[(\[][^()\[\]]*,[^()\[\]]*[)\]]", " ", text)  # (b, T, d), [n, h]
+    for span in re.findall(r"\*[^*]+\*", text):
+        if span in msgstr:
+            text = text.replace(span, " ")
+    return text
+
+
+def uses(text: str, english: str) -> bool:
+    pattern = rf"(?<![\w-]){re.escape(english)}(?:s|es)?(?![\w-])"
+    flags = 0 if english[:1].isupper() else re.IGNORECASE
+    return re.search(pattern, text, flags) is not None
+
+
+def violations(messages, terms=TERMS) -> list[str]:
+    """Every broken rule, as ``file: term: message``; ``messages`` yields
+    ``(file, msgid, msgstr)``."""
+    found = []
+    for file, msgid, msgstr in messages:
+        if not msgid or not msgstr or msgid == msgstr:  # identical: kept as is
+            continue
+        text = prose(msgid, msgstr)
+        for term in terms:
+            excused = any(
+                (term.english, msgid[: len(start)]) == (name, start)
+                for name, start in EXCEPTIONS
+            )
+            if (
+                term.english != term.chinese
+                and not excused
+                and uses(text, term.english)
+                and term.chinese not in msgstr
+            ):
+                found.append(
+                    f"{file}: '{term.english}' without {term.chinese}: "
+                    f"{msgid[:70]!r} -> {msgstr[:50]!r}"
+                )
+            shown = re.sub(r"``.*?``|`[^`]*`", " ", msgstr)  # code may say anything
+            for rival in term.rivals:
+                # Latin rivals as whole words, case and all (transformer, not
+                # Transformer); Chinese ones anywhere.
+                pattern = re.escape(rival)
+                if rival.isascii():
+                    pattern = rf"(?<![\w-]){pattern}(?![\w-])"
+                if re.search(pattern, shown):
+                    found.append(
+                        f"{file}: '{rival}' instead of {term.chinese}: {msgstr[:70]!r}"
+                    )
+    return found
+
+
+def catalog_messages():
+    for po in sorted(CATALOGS.rglob("*.po")):
+        with po.open("rb") as f:
+            catalog = read_po(f)
+        name = po.relative_to(CATALOGS).as_posix()
+        for message in catalog:
+            if isinstance(message.id, str):
+                yield name, message.id, message.string
+
+
+def test_the_term_base_is_the_glossary_table():
+    english = {term.english for term in TERMS}
+    assert {"token", "attention weights", "KV cache", "compute bound"} <= english
+    token = next(term for term in TERMS if term.english == "token")
+    assert (token.chinese, "令牌" in token.rivals) == ("词元", True)
+
+
+def test_terminology_of_the_catalogs():
+    problems = violations(catalog_messages())
+    assert not problems, f"{len(problems)} term problems:\n" + "\n".join(problems[:40])
+
+
+def test_terminology_check_fails_when_a_token_becomes_a_ling_pai():
+    """Any one 词元 of the catalogs swapped for 令牌 is caught, with its file."""
+    messages = list(catalog_messages())
+    swapped = [i for i, (_, _, msgstr) in enumerate(messages) if "词元" in msgstr]
+    assert len(swapped) > 50
+    for i in swapped[:: max(1, len(swapped) // 25)]:  # 25 spread over the catalogs
+        file, msgid, msgstr = messages[i]
+        assert not violations([(file, msgid, msgstr)])
+        problems = violations([(file, msgid, msgstr.replace("词元", "令牌", 1))])
+        assert any(p.startswith(f"{file}: '令牌'") for p in problems), (file, msgstr)
+
+
+@pytest.mark.parametrize(
+    ("msgid", "msgstr", "expected"),
+    [
+        (
+            "The attention weights sum to 1.",
+            "权重之和为 1。",
+            "'attention weights' without",
+        ),
+        ("A compute bound.", "一个计算下限。", "'计算下限' instead of 计算下界"),
+        ("Every Transformer block.", "每个 transformer 块。", "'transformer' instead"),
+        ("See `token_ids`.", "见 `token_ids`。", None),  # code, not the term
+    ],
+)
+def test_terminology_rules(msgid, msgstr, expected):
+    problems = violations([("x.po", msgid, msgstr)])
+    if expected is None:
+        assert not problems, problems
+    else:
+        assert any(expected in p for p in problems), problems
