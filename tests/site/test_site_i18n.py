@@ -359,7 +359,9 @@ def test_no_space_between_two_chinese_characters(zh):
     """Chinese has no spaces between words; a space between two Chinese
     characters is a slip, most often around a cross-reference whose text is
     Chinese (write 见{doc}`第 3.5 节 <…>`，not 见 {doc}`…` ，)."""
-    gaps = re.compile(r"[\u4e00-\u9fff\uff0c\u3002\uff1a\uff1b\uff08\uff09] +[\u4e00-\u9fff]")
+    gaps = re.compile(
+        r"[\u4e00-\u9fff\uff0c\u3002\uff1a\uff1b\uff08\uff09] +[\u4e00-\u9fff]"
+    )
     problems = [
         f"{page.rel}: …{text[max(0, m.start() - 12) : m.end() + 12]}…"
         for page in zh.pages
@@ -382,4 +384,6 @@ def test_code_cell_toggles_are_chinese(zh):
     ]
     assert toggles, "no toggles found: the selector is stale"
     english = [(rel, text) for rel, text in toggles if re.search(r"[A-Za-z]", text)]
-    assert not english, f"{len(english)} of {len(toggles)} toggles in English: {english[:5]}"
+    assert not english, (
+        f"{len(english)} of {len(toggles)} toggles in English: {english[:5]}"
+    )
