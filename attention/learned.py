@@ -276,7 +276,7 @@ def attention_weights(
     Shape:
         token_ids: ``(b, T)``
         Output: ``(b, h, T, T)``: ``[n, k, i, j]`` is how much query ``i``
-        of head ``k`` takes from key ``j`` in sequence ``n``
+            of head ``k`` takes from key ``j`` in sequence ``n``
 
     Returns:
         The weights after the causal mask and the softmax.

@@ -305,6 +305,17 @@ def test_api_page_documents_every_public_name(site):
     assert not missing, f"in attention.__all__ but not on the API page: {missing}"
 
 
+def test_api_page_shows_no_literal_markup(site):
+    """Docstrings render: no reST ``double backticks`` or ``:role:`` left as
+    text (napoleon misreads a badly indented ``Shape:`` line, for example)."""
+    article = site.page("reference/api.html").article
+    for tag in article.select("pre, script"):
+        tag.decompose()
+    text = article.get_text(" ")
+    leaks = re.findall(r".{0,40}(?:``|:(?:class|func|meth|data|mod):`).{0,40}", text)
+    assert not leaks, f"{len(leaks)} literal markup on the API page: {leaks[:5]}"
+
+
 def test_every_image_says_what_it_shows(site):
     """Alt text on every image of the book's pages, and never a file name.
 
