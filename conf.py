@@ -80,6 +80,9 @@ i18n_html_title = {"zh_CN": "动手编写注意力机制"}
 # language. The book hides only cell sources (tag hide-input), so the texts
 # say "code" where myst-nb's English default fills in {type} = "source".
 i18n_nb_code_prompts = {"zh_CN": ("显示代码", "隐藏代码")}
+# The API reference's docstrings go through reference/api.po like the pages'
+# text (book/_ext/i18n_code.py); the English docstrings stay the source.
+i18n_translate_docstrings = True
 
 # -- API reference ------------------------------------------------------------
 autodoc_member_order = "bysource"
