@@ -218,7 +218,9 @@ def test_translated_download_runs_the_english_code(name):
         return [c.source for c in notebook.cells if c.cell_type == "code"]
 
     assert len(code(translated)) == len(code(english)), name
-    for i, (ours, theirs) in enumerate(zip(code(translated), code(english))):
+    for i, (ours, theirs) in enumerate(
+        zip(code(translated), code(english), strict=True)
+    ):
         assert python_tokens(ours) == python_tokens(theirs), (
             f"{name}, code cell {i}: runs other code than the English one:\n"
             f"{ours}\n--- English:\n{theirs}"
