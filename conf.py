@@ -117,6 +117,10 @@ html_theme_options = {
     # that steal the phone menu's click handler (sphinx-book-theme issue 986).
     "navbar_persistent": [],
 }
+# Theme options that are words, per edition (book/_ext/site_language.py merges
+# them into html_theme_options). The themes' other labels are translated by
+# book/locales/<language>/LC_MESSAGES/sphinx.po.
+i18n_html_theme_options = {"zh_CN": {"search_bar_text": "搜索本书…"}}
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
 # MathJax 3 and its fonts ship with the site (sphinx-mathjax-offline is only

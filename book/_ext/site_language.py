@@ -95,7 +95,9 @@ def _chinese_search():
 # -- Sphinx hooks ------------------------------------------------------------------
 def _configure(app, config) -> None:
     if str(TEMPLATES) not in config.templates_path:
-        config.templates_path.append(str(TEMPLATES))
+        # First: the book's templates replace the themes' components of the
+        # same name (the themes add their own folders to templates_path).
+        config.templates_path.insert(0, str(TEMPLATES))
     options = config.html_theme_options
     header = options.setdefault("article_header_end", ["article-header-buttons.html"])
     if SWITCH_TEMPLATE not in header:
@@ -112,6 +114,7 @@ def _configure(app, config) -> None:
     titles = config.i18n_html_title
     if language in titles:
         config.html_title = titles[language]
+    config.html_theme_options.update(config.i18n_html_theme_options.get(language, {}))
     prompts = config.i18n_nb_code_prompts  # myst-nb reads them at builder-inited
     if language in prompts:
         config.nb_code_prompt_show, config.nb_code_prompt_hide = prompts[language]
@@ -125,6 +128,7 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     app.add_config_value("i18n_html_title", {}, "html", dict)
     app.add_config_value("i18n_nb_code_prompts", {}, "html", dict)
+    app.add_config_value("i18n_html_theme_options", {}, "html", dict)
     app.add_css_file("i18n.css")  # book/_static/i18n.css
     app.connect("config-inited", _configure)
     app.connect("html-page-context", _page_context)

@@ -387,3 +387,39 @@ def test_code_cell_toggles_are_chinese(zh):
     assert not english, (
         f"{len(english)} of {len(toggles)} toggles in English: {english[:5]}"
     )
+
+
+# Labels only a screen reader reads, written in English into the themes' and
+# myst-nb's HTML with no translation or option to change them, and the
+# switch's own bilingual name. Everything else a theme labels is Chinese.
+ENGLISH_LABELS_LEFT = {
+    "Main": "sphinx-book-theme's sidebar <nav>, hard-coded in sbt-sidebar-nav.html",
+    "Page": "sphinx-book-theme's print-only contents <nav>, hard-coded in layout.html",
+    "Toggle hidden content": "myst-nb's <summary>, hard-coded in its HTML visitor",
+    "Language / 语言": "the language switch names itself in both languages",
+}
+
+
+@pytest.mark.site
+def test_theme_labels_are_chinese(zh):
+    """Tooltips, placeholders, labels and the colour menu of every zh page:
+    the themes' words come from book/locales/zh_CN/LC_MESSAGES/sphinx.po,
+    the two sidebar buttons from book/_templates, the search box's from
+    ``i18n_html_theme_options``. API titles (``attention.…``) are names."""
+    english = set()
+    for page in zh.pages:
+        for tag in page.soup.select("[title], [aria-label], [placeholder]"):
+            for attribute in ("title", "aria-label", "placeholder"):
+                value = tag.get(attribute, "")
+                if (
+                    re.search(r"[A-Za-z]{3}", value)
+                    and not re.search(r"[\u4e00-\u9fff]", value)
+                    and not value.startswith("attention.")
+                    and value not in ENGLISH_LABELS_LEFT
+                ):
+                    english.add((attribute, value))
+        for item in page.soup.select(".theme-change-button"):
+            if re.search(r"[A-Za-z]", item.get_text(strip=True)):
+                english.add(("colour menu", item.get_text(strip=True)))
+    assert not english, f"theme labels in English on zh pages: {sorted(english)}"
+    assert "搜索本书…" in zh.pages[0].soup.decode(), "the search box's placeholder"
