@@ -22,7 +22,8 @@ One module per idea of the chapter:
   for batches of sequences of different lengths (beyond the chapter)
 - :mod:`attention.learned`: a tiny model that trains ``MultiHeadAttention``
   on a task with a known answer (beyond the chapter)
-- :mod:`attention.kv_cache`: generation with a KV cache (beyond the chapter)
+- :mod:`attention.kv_cache`: the KV cache and attention that reads it (beyond)
+- :mod:`attention.generation`: greedy generation, with and without the cache (beyond)
 - :mod:`attention.gqa`: grouped-query and multi-query attention (beyond the
   chapter)
 """
@@ -44,13 +45,11 @@ from .flash import (
     softmax_three_pass,
     weights_from_lse,
 )
+from .generation import decode_step, generate_greedy, generate_greedy_cached
 from .gqa import GroupedQueryAttention, repeat_kv
 from .kv_cache import (
     KVCache,
     cached_attention,
-    decode_step,
-    generate_greedy,
-    generate_greedy_cached,
     kv_cache_bytes,
 )
 from .learned import (

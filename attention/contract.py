@@ -93,6 +93,54 @@ class TranslatesLayout(Protocol):
     def load_mha_state_dict(self, state: dict[str, torch.Tensor]) -> None: ...
 
 
+@runtime_checkable
+class SeparateProjections(Protocol):
+    """An attention layer in the chapter's layout, as a KV cache reads it.
+
+    Book section: Beyond the chapter, Generation with a KV cache.
+    :class:`~attention.MultiHeadAttention` and
+    :class:`~attention.GroupedQueryAttention` are such layers: the cache
+    calls their projections one by one and slices their causal ``mask``.
+    A grouped layer also has ``num_kv_heads`` (``num_heads`` when absent).
+    """
+
+    d_in: int
+    d_out: int
+    context_length: int
+    num_heads: int
+    head_dim: int
+    W_query: nn.Module
+    W_key: nn.Module
+    W_value: nn.Module
+    out_proj: nn.Module
+    dropout: nn.Module
+    mask: torch.Tensor
+
+
+@runtime_checkable
+class Decoder(Protocol):
+    """A model that generation drives: token ids in, logits out, step by step.
+
+    Book section: Beyond the chapter, Generation with a KV cache.
+    :class:`~attention.TinyAttentionModel` is one. Generation reads a model
+    through these members only: ``embed`` turns token ids into embeddings
+    with positions from ``start`` on, ``attn`` (a :class:`SeparateProjections`
+    layer) mixes them, ``out_head`` scores the vocabulary. ``embed`` trusts
+    its input: the checks run once, at the door (``attention.checks``).
+
+    Shape:
+        embed: ``(b, T) -> (b, T, d)``
+        out_head: ``(b, T, d) -> (b, T, vocab_size)``
+    """
+
+    vocab_size: int
+    context_length: int
+    attn: nn.Module
+    out_head: nn.Module
+
+    def embed(self, token_ids: torch.Tensor, start: int = 0) -> torch.Tensor: ...
+
+
 def _tolerances() -> Mapping[torch.dtype, tuple[float, float]]:
     return MappingProxyType(
         {torch.float32: (1e-5, 1e-5), torch.float64: (1e-10, 1e-10)}

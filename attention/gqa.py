@@ -18,7 +18,13 @@ import torch
 from torch import nn
 
 from .causal import causal_mask
-from .checks import check_attention_args, check_batch, check_positive
+from .checks import (
+    check_attention_args,
+    check_batch,
+    check_divides,
+    check_integer,
+    check_ndim,
+)
 
 
 def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
@@ -46,8 +52,13 @@ def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
         >>> repeat_kv(x, 3).flatten()
         tensor([10., 10., 10., 20., 20., 20.])
     """
-    check_positive(repeats=repeats)
-    check_4d("x", x, "(b, g, T, hd)")
+    check_integer("repeats", repeats, smallest=1)
+    check_ndim("x", x, "(b, g, T, hd)")
+    return _repeat_kv(x, repeats)
+
+
+def _repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
+    """:func:`repeat_kv` after the door, for the classes that call it per step."""
     if repeats == 1:
         return x
     b, g, num_tokens, head_dim = x.shape
@@ -111,7 +122,7 @@ class GroupedQueryAttention(nn.Module):
     ) -> None:
         super().__init__()
         check_attention_args(d_in, d_out, context_length, dropout, num_heads, qkv_bias)
-        _check_kv_heads(num_heads, num_kv_heads)
+        check_divides(("num_kv_heads", num_kv_heads), ("num_heads", num_heads))
         self.d_in = d_in
         self.d_out = d_out
         self.context_length = context_length
@@ -146,8 +157,8 @@ class GroupedQueryAttention(nn.Module):
         # Each key/value head serves r query heads:
         # (b, g, T, hd) -> (b, h, T, hd)
         group_size = self.num_heads // self.num_kv_heads
-        keys = repeat_kv(keys, group_size)
-        values = repeat_kv(values, group_size)
+        keys = _repeat_kv(keys, group_size)
+        values = _repeat_kv(values, group_size)
 
         # From here on as in MultiHeadAttention:
         # (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
@@ -161,21 +172,3 @@ class GroupedQueryAttention(nn.Module):
         # (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
-
-
-def check_4d(name: str, t: torch.Tensor, layout: str) -> None:
-    """Raise unless ``t`` is a tensor with 4 dimensions, laid out as ``layout``."""
-    if not isinstance(t, torch.Tensor) or t.dim() != 4:
-        got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-        raise ValueError(f"{name} must be a 4-dimensional tensor {layout}, got {got}")
-
-
-def _check_kv_heads(num_heads: int, num_kv_heads: int) -> None:
-    """Raise unless ``num_kv_heads`` is a positive divisor of ``num_heads``."""
-    check_positive(num_kv_heads=num_kv_heads)
-    if num_heads % num_kv_heads != 0:
-        raise ValueError(
-            f"num_kv_heads must divide num_heads={num_heads}, got "
-            f"num_kv_heads={num_kv_heads} (num_heads % num_kv_heads = "
-            f"{num_heads % num_kv_heads})"
-        )

@@ -18,15 +18,15 @@ import torch
 from torch import nn
 
 from .checks import (
-    check_device,
+    check_divides,
     check_flag,
-    check_float_tensor,
     check_integer,
     check_module,
-    check_number,
     check_positive,
+    check_square,
+    check_token_ids,
+    check_training,
     check_values,
-    first_weight,
 )
 from .multihead import MultiHeadAttention
 
@@ -84,7 +84,10 @@ class TinyAttentionModel(nn.Module):
         use_positions: bool = True,
     ) -> None:
         super().__init__()
-        _check_sizes(vocab_size, d_model, context_length, num_heads)
+        check_positive(
+            vocab_size=vocab_size, d_model=d_model, context_length=context_length
+        )
+        check_divides(("num_heads", num_heads), ("d_model", d_model))
         check_flag("use_positions", use_positions)
         self.vocab_size = vocab_size
         self.context_length = context_length
@@ -98,15 +101,24 @@ class TinyAttentionModel(nn.Module):
         self.out_head = nn.Linear(d_model, vocab_size)
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
-        _check_token_ids(token_ids, self.vocab_size, self.context_length)
-        check_device("token_ids", token_ids, first_weight(self))
-        num_tokens = token_ids.shape[1]
-        x = self.tok_emb(token_ids)  # (b, T) -> (b, T, d)
-        if self.pos_emb is not None:
-            positions = torch.arange(num_tokens, device=token_ids.device)
-            x = x + self.pos_emb(positions)  # (b, T, d) + (T, d) -> (b, T, d)
+        device = self.tok_emb.weight.device
+        check_token_ids(token_ids, self.vocab_size, self.context_length, device)
+        x = self.embed(token_ids)  # (b, T) -> (b, T, d)
         context_vec = self.attn(x)  # (b, T, d)
         return self.out_head(context_vec)  # (b, T, d) -> (b, T, V)
+
+    def embed(self, token_ids: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """Token embeddings plus the embeddings of positions ``start, start + 1, ...``.
+
+        Unchecked: ``forward`` and generation check ``token_ids`` first.
+        ``start`` is where a KV cache ends (:func:`~attention.decode_step`).
+        """
+        x = self.tok_emb(token_ids)  # (b, T) -> (b, T, d)
+        if self.pos_emb is not None:
+            end = start + token_ids.shape[1]
+            positions = torch.arange(start, end, device=token_ids.device)
+            x = x + self.pos_emb(positions)  # (b, T, d) + (T, d) -> (b, T, d)
+        return x
 
 
 def previous_token_data(
@@ -141,8 +153,8 @@ def previous_token_data(
                 [-100,    3,    1,    1,    9]])
     """
     check_positive(num_sequences=num_sequences)
-    _check_at_least("context_length", context_length, 2)
-    _check_at_least("vocab_size", vocab_size, 2)
+    check_integer("context_length", context_length, smallest=2)
+    check_integer("vocab_size", vocab_size, smallest=2)
     check_integer("seed", seed)
     g = torch.Generator().manual_seed(seed)
     token_ids = torch.randint(vocab_size, (num_sequences, context_length), generator=g)
@@ -196,8 +208,7 @@ def train_model(
         >>> len(losses), round(losses[0], 2), round(losses[-1], 2)
         (20, 2.09, 1.17)
     """
-    _check_training_args(model, token_ids, targets, steps, batch_size, lr)
-    check_integer("seed", seed)
+    check_training(model, token_ids, targets, IGNORE_INDEX, steps, batch_size, lr, seed)
     g = torch.Generator().manual_seed(seed)
     model.train()
     losses = []
@@ -247,12 +258,9 @@ def token_accuracy(
         >>> token_accuracy(model, token_ids, targets)
         0.3425
     """
-    check_module("model", model)
-    _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
-    check_values("targets", targets, "token_accuracy")
+    check_training(model, token_ids, targets, IGNORE_INDEX)
     predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
     counted = targets != IGNORE_INDEX  # (b, T)
-    _check_counted(counted)
     return (predicted[counted] == targets[counted]).double().mean().item()
 
 
@@ -293,7 +301,7 @@ def attention_weights(
                 [0.2284, 0.3367, 0.4349, 0.0000],
                 [0.2341, 0.1832, 0.1054, 0.4773]])
     """
-    _check_has_chapter_attention(model)
+    check_module("model.attn", getattr(model, "attn", None), MultiHeadAttention)
     seen = []
 
     def keep_input(module, args, output):
@@ -331,12 +339,7 @@ def previous_token_mass(attn_weights: torch.Tensor) -> torch.Tensor:
         >>> previous_token_mass(w)
         tensor([1., 0.])
     """
-    check_float_tensor("attn_weights", attn_weights)
-    if attn_weights.dim() != 4 or attn_weights.shape[-1] < 2:
-        raise ValueError(
-            "attn_weights must have shape (b, h, T, T) with T >= 2, got "
-            f"{tuple(attn_weights.shape)}"
-        )
+    check_square("attn_weights", attn_weights, ndim=4, smallest=2)
     # Entries [..., i, i - 1] for i = 1 .. T - 1: one below the main diagonal
     # (b, h, T, T) -> (b, h, T - 1)
     below = attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1)
@@ -370,13 +373,8 @@ def order_blind_accuracy(token_ids: torch.Tensor, vocab_size: int) -> float:
         0.75
     """
     check_positive(vocab_size=vocab_size)
-    _check_token_ids(token_ids, vocab_size, context_length=None)
+    check_token_ids(token_ids, vocab_size, smallest=(1, 2))
     check_values("token_ids", token_ids, "order_blind_accuracy")
-    if token_ids.shape[1] < 2:
-        raise ValueError(
-            f"token_ids needs at least 2 tokens per sequence, got shape "
-            f"{tuple(token_ids.shape)}"
-        )
     # (b, T) -> (b, T, V): a 1 in column t_j of row j
     one_hot = nn.functional.one_hot(token_ids, vocab_size)
     # Counts of each token among positions 0 .. i - 1, for i = 1 .. T - 1
@@ -384,131 +382,3 @@ def order_blind_accuracy(token_ids: torch.Tensor, vocab_size: int) -> float:
     prefix_len = torch.arange(1, token_ids.shape[1], device=token_ids.device)  # i
     best = counts.amax(dim=-1) / prefix_len  # (b, T - 1)
     return best.mean().item()
-
-
-def _check_at_least(name: str, value: int, smallest: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < smallest:
-        raise ValueError(
-            f"{name} must be an integer of at least {smallest}, got {value!r}"
-        )
-
-
-def _check_sizes(
-    vocab_size: int, d_model: int, context_length: int, num_heads: int
-) -> None:
-    """Raise unless :class:`TinyAttentionModel`'s sizes make a model."""
-    check_positive(
-        vocab_size=vocab_size,
-        d_model=d_model,
-        context_length=context_length,
-        num_heads=num_heads,
-    )
-    if d_model % num_heads != 0:
-        raise ValueError(
-            f"d_model must be divisible by num_heads, got d_model={d_model} "
-            f"and num_heads={num_heads}"
-        )
-
-
-def _check_counted(counted: torch.Tensor) -> None:
-    """Raise unless some position counts: the accuracy of nothing is no number."""
-    if not bool(counted.any()):
-        raise ValueError(
-            "targets must have at least one position that counts (a target other "
-            f"than IGNORE_INDEX={IGNORE_INDEX}), got none in shape "
-            f"{tuple(counted.shape)}"
-        )
-
-
-def _check_targets(
-    token_ids: torch.Tensor, targets: torch.Tensor, vocab_size: int | None
-) -> None:
-    """Raise unless ``targets`` are ids in ``[0, vocab_size)`` or ``IGNORE_INDEX``."""
-    for name, t in (("token_ids", token_ids), ("targets", targets)):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if token_ids.dim() != 2 or token_ids.shape != targets.shape:
-        raise ValueError(
-            "token_ids and targets must both have shape (N, T), got "
-            f"{tuple(token_ids.shape)} and {tuple(targets.shape)}"
-        )
-    if targets.dtype not in (torch.int64, torch.int32):
-        raise ValueError(
-            f"targets must hold integer ids (torch.long), got dtype {targets.dtype}"
-        )
-    if targets.device.type == "meta":
-        return  # a meta tensor has a shape but no values to check
-    counted = targets[targets != IGNORE_INDEX]
-    if vocab_size is not None and counted.numel():
-        low, high = counted.min().item(), counted.max().item()
-        if low < 0 or high >= vocab_size:
-            raise ValueError(
-                f"targets must lie in [0, {vocab_size}) (the model's vocab_size) "
-                f"or be IGNORE_INDEX ({IGNORE_INDEX}), got values from {low} to {high}"
-            )
-
-
-def _check_has_chapter_attention(model: nn.Module) -> None:
-    """Raise unless ``model.attn`` forms its weights, as the chapter's class does."""
-    check_module("model", model)
-    attn = getattr(model, "attn", None)
-    if not isinstance(attn, MultiHeadAttention):
-        raise ValueError(
-            "model.attn must be a MultiHeadAttention, whose dropout sees the "
-            f"attention weights, got {type(attn).__name__}; fused kernels such "
-            "as SDPA never form the weights"
-        )
-
-
-def _check_training_args(
-    model: nn.Module,
-    token_ids: torch.Tensor,
-    targets: torch.Tensor,
-    steps: int,
-    batch_size: int,
-    lr: float,
-) -> None:
-    """Raise unless :func:`train_model`'s arguments fit together."""
-    check_module("model", model)
-    _check_targets(token_ids, targets, getattr(model, "vocab_size", None))
-    check_values("targets", targets, "train_model")
-    check_positive(steps=steps, batch_size=batch_size)
-    if batch_size > len(token_ids):
-        raise ValueError(
-            f"batch_size must be at most the number of sequences, {len(token_ids)}, "
-            f"got {batch_size}"
-        )
-    check_number("lr", lr)
-
-
-def _check_token_ids(
-    token_ids: torch.Tensor, vocab_size: int, context_length: int | None
-) -> None:
-    """Raise unless ``token_ids`` is a ``(b, T)`` integer tensor that fits the model."""
-    if not isinstance(token_ids, torch.Tensor):
-        raise ValueError(
-            f"token_ids must be a torch.Tensor, got {type(token_ids).__name__}"
-        )
-    if token_ids.dim() != 2:
-        raise ValueError(
-            "token_ids must have 2 dimensions (batch, num_tokens), got "
-            f"{token_ids.dim()} with shape {tuple(token_ids.shape)}"
-        )
-    if token_ids.dtype not in (torch.int64, torch.int32):
-        raise ValueError(
-            f"token_ids must hold integer ids (torch.long), got dtype {token_ids.dtype}"
-        )
-    if context_length is not None and token_ids.shape[1] > context_length:
-        raise ValueError(
-            f"token_ids has {token_ids.shape[1]} tokens but context_length is "
-            f"{context_length}; pass at most {context_length} tokens"
-        )
-    if token_ids.device.type == "meta":
-        return  # a meta tensor has a shape but no values to check
-    if token_ids.numel() and not (
-        token_ids.min() >= 0 and token_ids.max() < vocab_size
-    ):
-        raise ValueError(
-            f"token ids must lie in [0, {vocab_size}), got values from "
-            f"{token_ids.min().item()} to {token_ids.max().item()}"
-        )

@@ -13,17 +13,12 @@ a key is hidden from a query when it is in the query's future *or* padding.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
-from numbers import Real
 
 import torch
 
-from .causal import causal_mask
-from .checks import check_batch
+from .checks import check_attention_mask, check_batch, check_sequences
 from .multihead import MultiHeadAttention
-
-_SIDES = ("left", "right")
 
 
 def pad_sequences(
@@ -63,7 +58,7 @@ def pad_sequences(
         tensor([[1, 1, 1],
                 [0, 0, 1]])
     """
-    _check_sequences(sequences, side, value)
+    check_sequences(sequences, side, value)
     num_tokens = max(len(seq) for seq in sequences)
     first = sequences[0]
     shape = (len(sequences), num_tokens, *first.shape[1:])  # (b, T, ...)
@@ -100,7 +95,7 @@ def key_padding_mask(attention_mask: torch.Tensor) -> torch.Tensor:
         >>> key_padding_mask(torch.tensor([[1, 1, 0]]))
         tensor([[False, False,  True]])
     """
-    _check_attention_mask(attention_mask)
+    check_attention_mask(attention_mask)
     return attention_mask == 0
 
 
@@ -128,11 +123,12 @@ def padded_causal_mask(attention_mask: torch.Tensor) -> torch.Tensor:
                  [1, 0, 1],
                  [1, 0, 0]]], dtype=torch.int32)
     """
-    padded = key_padding_mask(attention_mask)  # (b, T)
+    check_attention_mask(attention_mask)
+    padded = attention_mask == 0  # (b, T), True = a padded key
     num_tokens = attention_mask.shape[1]
-    # (T, T); causal_mask needs T >= 1, so for T = 0 its (1, 1) is sliced to (0, 0)
-    causal = causal_mask(max(num_tokens, 1), device=attention_mask.device)
-    causal = causal[:num_tokens, :num_tokens]
+    # The causal triangle, as causal_mask builds it (here also for T = 0): (T, T)
+    ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=padded.device)
+    causal = ones.triu(diagonal=1)
     # Hide padded keys from every query: (T, T) | (b, 1, T) -> (b, T, T)
     return causal | padded[:, None, :]
 
@@ -187,8 +183,8 @@ class PaddedMultiHeadAttention(MultiHeadAttention):
         # True = masked out: the causal triangle, then the padded keys
         hidden = self.mask[:num_tokens, :num_tokens]  # (T, T)
         if attention_mask is not None:
-            _check_attention_mask(attention_mask, x)
-            padded = key_padding_mask(attention_mask)  # (b, T)
+            check_attention_mask(attention_mask, x)
+            padded = attention_mask == 0  # (b, T), True = a padded key
             # One mask per sequence: (T, T) | (b, 1, 1, T) -> (b, 1, T, T)
             hidden = hidden | padded[:, None, None, :]
 
@@ -218,95 +214,3 @@ class PaddedMultiHeadAttention(MultiHeadAttention):
         # (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
-
-
-def _check_sequences(
-    sequences: Sequence[torch.Tensor], side: str, value: float
-) -> None:
-    if not isinstance(side, str) or side not in _SIDES:
-        raise ValueError(f"side must be 'left' or 'right', got {side!r}")
-    if not isinstance(sequences, list | tuple) or len(sequences) == 0:
-        got = type(sequences).__name__
-        if isinstance(sequences, list | tuple | torch.Tensor):
-            got += f" of length {len(sequences)}"
-        raise ValueError(
-            "sequences must be a non-empty list of tensors, one per sequence, "
-            f"got {got}"
-        )
-    first = sequences[0]
-    for i, seq in enumerate(sequences):
-        if not isinstance(seq, torch.Tensor):
-            raise ValueError(
-                f"sequences[{i}] must be a torch.Tensor, got {type(seq).__name__}"
-            )
-        if seq.dim() == 0 or len(seq) == 0:
-            raise ValueError(
-                f"sequences[{i}] must hold at least one token (T_i, ...), got "
-                f"shape {tuple(seq.shape)}"
-            )
-        if seq.shape[1:] != first.shape[1:] or seq.dtype != first.dtype:
-            raise ValueError(
-                f"every sequence must have the sizes after the first dimension and "
-                f"the dtype of sequences[0], {tuple(first.shape[1:])} and "
-                f"{first.dtype}; sequences[{i}] has {tuple(seq.shape[1:])} and "
-                f"{seq.dtype}"
-            )
-        if seq.device != first.device:
-            raise ValueError(
-                f"every sequence must be on the device of sequences[0], "
-                f"{first.device}; sequences[{i}] is on {seq.device}"
-            )
-    _check_pad_value(value, first.dtype)
-
-
-def _check_pad_value(value: float, dtype: torch.dtype) -> None:
-    """Raise unless ``value`` is a number that ``dtype`` holds exactly."""
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise ValueError(
-            f"value must be a number, got {value!r} ({type(value).__name__})"
-        )
-    if dtype.is_floating_point or dtype.is_complex:
-        return
-    info = torch.iinfo(dtype) if dtype != torch.bool else None
-    low, high = (0, 1) if info is None else (info.min, info.max)
-    if not (math.isfinite(value) and value == int(value) and low <= value <= high):
-        raise ValueError(
-            f"value must be an integer in [{low}, {high}] to pad sequences of "
-            f"dtype {dtype}, got {value!r}"
-        )
-
-
-def _check_attention_mask(
-    attention_mask: torch.Tensor, x: torch.Tensor | None = None
-) -> None:
-    """Raise unless ``attention_mask`` is ``(b, T)`` of 0s and 1s, fitting ``x``."""
-    if not isinstance(attention_mask, torch.Tensor):
-        raise ValueError(
-            "attention_mask must be a torch.Tensor of shape (batch, num_tokens), "
-            f"got {type(attention_mask).__name__}"
-        )
-    if attention_mask.dim() != 2:
-        raise ValueError(
-            "attention_mask must have 2 dimensions (batch, num_tokens), got "
-            f"{attention_mask.dim()} with shape {tuple(attention_mask.shape)}"
-        )
-    if x is not None and attention_mask.shape != x.shape[:2]:
-        raise ValueError(
-            f"attention_mask must have shape (batch, num_tokens) = "
-            f"{tuple(x.shape[:2])} to fit x of shape {tuple(x.shape)}, got "
-            f"{tuple(attention_mask.shape)}"
-        )
-    if x is not None and attention_mask.device != x.device:
-        raise ValueError(
-            f"attention_mask must be on x's device, {x.device}, got "
-            f"{attention_mask.device}"
-        )
-    if attention_mask.device.type == "meta":
-        return  # a meta tensor has a shape but no values to check
-    is_binary = (attention_mask == 0) | (attention_mask == 1)
-    if not bool(is_binary.all()):
-        found = attention_mask[~is_binary].unique()[:5].tolist()
-        raise ValueError(
-            "attention_mask must hold only 1 (a real token) and 0 (padding), "
-            f"got also {found}"
-        )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_argument_order, check_flag, check_positive, check_sequence
+from .checks import check_copy, check_flag, check_positive, check_sequence
 
 
 class SelfAttention_v1(nn.Module):
@@ -151,19 +151,7 @@ def copy_weights_v2_to_v1(sa_v2: SelfAttention_v2, sa_v1: SelfAttention_v1) -> N
         >>> torch.allclose(sa_v1(x), sa_v2(x))
         True
     """
-    check_argument_order(
-        ("sa_v2", sa_v2, SelfAttention_v2), ("sa_v1", sa_v1, SelfAttention_v1)
-    )
-    if sa_v2.W_query.bias is not None:
-        raise ValueError(
-            "SelfAttention_v1 has no bias; expected sa_v2 built with "
-            "qkv_bias=False, got one with qkv_bias=True"
-        )
-    if (sa_v1.d_in, sa_v1.d_out) != (sa_v2.d_in, sa_v2.d_out):
-        raise ValueError(
-            f"expected modules of equal size, got sa_v2 with (d_in, d_out) = "
-            f"{(sa_v2.d_in, sa_v2.d_out)} and sa_v1 with {(sa_v1.d_in, sa_v1.d_out)}"
-        )
+    check_copy(sa_v2, sa_v1)
     sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
     sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
     sa_v1.W_value.copy_(sa_v2.W_value.weight.T)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_dim, check_float_tensor, check_pair
+from .checks import check_dim, check_float_tensor, check_shapes
 
 
 def dot_scores(query: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
@@ -42,12 +42,7 @@ def dot_scores(query: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
         >>> dot_scores(inputs[1], inputs)
         tensor([0.9544, 1.4950, 1.4754, 0.8434, 0.7070, 1.0865])
     """
-    check_pair(("query", query), ("inputs", inputs))
-    if query.dim() != 1 or inputs.dim() != 2 or inputs.shape[1] != query.shape[0]:
-        raise ValueError(
-            "expected query of shape (d,) and inputs of shape (num_tokens, d), "
-            f"got query {tuple(query.shape)} and inputs {tuple(inputs.shape)}"
-        )
+    check_shapes(query=(query, "d"), inputs=(inputs, "num_tokens d"))
     scores = inputs.new_empty(inputs.shape[0])  # same dtype and device
     for i, x_i in enumerate(inputs):
         scores[i] = torch.dot(x_i, query)
@@ -110,17 +105,9 @@ def weighted_sum(attn_weights: torch.Tensor, inputs: torch.Tensor) -> torch.Tens
         >>> weighted_sum(weights, inputs)
         tensor([0.4419, 0.6515, 0.5683])
     """
-    check_pair(("attn_weights", attn_weights), ("inputs", inputs))
-    if (
-        attn_weights.dim() != 1
-        or inputs.dim() != 2
-        or attn_weights.shape[0] != inputs.shape[0]
-    ):
-        raise ValueError(
-            "expected attn_weights of shape (num_tokens,) and inputs of shape "
-            "(num_tokens, d), one weight per input row, got attn_weights of shape "
-            f"{tuple(attn_weights.shape)} and inputs of shape {tuple(inputs.shape)}"
-        )
+    check_shapes(
+        attn_weights=(attn_weights, "num_tokens"), inputs=(inputs, "num_tokens d")
+    )
     context_vec = inputs.new_zeros(inputs.shape[1])  # same dtype and device
     for i, x_i in enumerate(inputs):
         context_vec += attn_weights[i] * x_i
@@ -152,12 +139,7 @@ def simple_self_attention(inputs: torch.Tensor) -> tuple[torch.Tensor, torch.Ten
         >>> context_vecs[1]
         tensor([0.4419, 0.6515, 0.5683])
     """
-    check_float_tensor("inputs", inputs)
-    if inputs.dim() != 2:
-        raise ValueError(
-            "inputs must have 2 dimensions (num_tokens, d_in), "
-            f"got shape {tuple(inputs.shape)}"
-        )
+    check_shapes(inputs=(inputs, "num_tokens d_in"))
     attn_scores = inputs @ inputs.T  # (T, d) @ (d, T) -> (T, T)
     attn_weights = torch.softmax(attn_scores, dim=-1)  # each row sums to 1
     context_vecs = attn_weights @ inputs  # (T, T) @ (T, d) -> (T, d)

@@ -140,20 +140,32 @@ def test_default_context_width_is_d_in():
 @pytest.mark.parametrize(
     ("x", "context", "message"),
     [
-        (torch.rand(6, 4), torch.rand(8, 5), "x must have d_in=3"),
-        (torch.rand(6, 3), torch.rand(8, 3), "context must have d_context=5"),
+        (torch.rand(6, 4), torch.rand(8, 5), "with x of width 3; got x (6, 4)"),
+        (
+            torch.rand(6, 3),
+            torch.rand(8, 3),
+            "with context of width 5; got x (6, 3) and context (8, 3)",
+        ),
         (torch.rand(2, 6, 3), torch.rand(3, 8, 5), "same batch size, got 2 and 3"),
-        (torch.rand(2, 6, 3), torch.rand(8, 5), "as many dimensions as x (3), got 2"),
-        (torch.rand(6, 3), torch.rand(1, 8, 5), "as many dimensions as x (2), got 3"),
-        (torch.rand(3), torch.rand(8, 5), "x must have 2 dimensions"),
-        (torch.rand(1, 2, 6, 3), torch.rand(1, 2, 8, 5), "got 4 with shape"),
+        (torch.rand(2, 6, 3), torch.rand(8, 5), "both (batch, num_tokens, width)"),
+        (torch.rand(6, 3), torch.rand(1, 8, 5), "got x (6, 3) and context (1, 8, 5)"),
+        (torch.rand(3), torch.rand(8, 5), "got x (3,) and context (8, 5)"),
+        (torch.rand(1, 2, 6, 3), torch.rand(1, 2, 8, 5), "got x (1, 2, 6, 3)"),
         (torch.rand(6, 3), torch.rand(0, 5), "at least one token"),
         ([[0.0, 0.0, 0.0]], torch.rand(8, 5), "x must be a torch.Tensor, got list"),
         (torch.rand(6, 3), None, "context must be a torch.Tensor, got NoneType"),
         (torch.tensor([[0, 4, 5]]), torch.rand(8, 5), "x must hold floating-point"),
         (torch.rand(6, 3), torch.ones(8, 5, dtype=torch.long), "context must hold"),
-        (torch.rand(6, 3, dtype=torch.float64), torch.rand(8, 5), "x has dtype"),
-        (torch.rand(6, 3), torch.rand(8, 5).half(), "context has dtype torch.float16"),
+        (
+            torch.rand(6, 3, dtype=torch.float64),
+            torch.rand(8, 5),
+            "weights and x must have the same dtype",
+        ),
+        (
+            torch.rand(6, 3),
+            torch.rand(8, 5).half(),
+            "context must have the same dtype and device, got torch.float32 on cpu and torch.float16",
+        ),
     ],
 )
 def test_bad_inputs_raise_clear_errors(x, context, message):

@@ -167,13 +167,21 @@ def test_the_cache_refuses_more_than_context_length():
 @pytest.mark.parametrize(
     ("keys", "values", "message"),
     [
-        (torch.ones(2, 3, 5), torch.ones(2, 3, 5), r"keys must be a 4-dimensional .*"),
-        (torch.ones(1, 2, 1, 5), None, r"values must be a 4-dimensional .* NoneType"),
-        (torch.ones(1, 2, 1, 5), torch.ones(1, 2, 1, 4), r"same shape, got"),
+        (
+            torch.ones(2, 3, 5),
+            torch.ones(2, 3, 5),
+            r"keys and values must both have shape \(b, g, T_new, hd\), got \(2, 3, 5\)",
+        ),
+        (torch.ones(1, 2, 1, 5), None, r"values must be a torch.Tensor, got NoneType"),
+        (
+            torch.ones(1, 2, 1, 5),
+            torch.ones(1, 2, 1, 4),
+            r"must both have shape \(b, g, T_new, hd\), got \(1, 2, 1, 5\) and \(1, 2, 1, 4\)",
+        ),
         (
             torch.ones(1, 3, 1, 5),
             torch.ones(1, 3, 1, 5),
-            r"\(1, 2, 5\), got \(1, 3, 5\)",
+            r"cached \(b, g, hd\) = \(1, 2\) and 5, got shape \(1, 3, 1, 5\)",
         ),
     ],
 )
@@ -211,19 +219,31 @@ def test_cached_attention_refuses_tokens_beyond_the_context():
         ValueError, match=r"context_length is 6 .* holds 5 .* 1 new .* 2"
     ):
         cached_attention(mha, torch.rand(1, 2, 4), cache)
-    with pytest.raises(ValueError, match=r"\(b, T_new, d_in=4\), got \(1, 3\)"):
+    with pytest.raises(ValueError, match=r"x must have 3 dimensions .* shape \(1, 3\)"):
         cached_attention(mha, torch.rand(1, 3), cache)
 
 
 @pytest.mark.parametrize(
     ("prompt", "max_new", "message"),
     [
-        (torch.zeros(1, CONTEXT, dtype=torch.long), 2, r"need 13 positions, .* is 12"),
+        (
+            torch.zeros(1, CONTEXT, dtype=torch.long),
+            2,
+            r"must hold 1 to 11 tokens: context_length is 12",
+        ),
         (torch.zeros(1, 5, dtype=torch.long), 0, r"max_new_tokens must be a positive"),
-        (torch.zeros(5, dtype=torch.long), 1, r"shape \(b, T\), got \(5,\)"),
-        (torch.zeros(1, 0, dtype=torch.long), 1, r"at least one integer id"),
+        (
+            torch.zeros(5, dtype=torch.long),
+            1,
+            r"shape \(batch, num_tokens\), .* shape \(5,\)",
+        ),
+        (torch.zeros(1, 0, dtype=torch.long), 1, r"token_ids must hold 1 to"),
         (torch.zeros(1, 3), 1, r"dtype torch\.float32"),
-        (torch.tensor([[1, 11]]), 1, r"\[0, 11\), got values from 1 to 11"),
+        (
+            torch.tensor([[1, 11]]),
+            1,
+            r"token_ids must lie in \[0, 11\) \(the vocab_size\), got values from 1 to 11",
+        ),
     ],
 )
 @pytest.mark.parametrize("generate", [generate_greedy, generate_greedy_cached])

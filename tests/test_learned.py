@@ -264,11 +264,17 @@ def test_bad_model_arguments(kwargs, message):
     ("token_ids", "message"),
     [
         ([[1, 2]], "token_ids must be a torch.Tensor, got list"),
-        (torch.zeros(2, 3, 4, dtype=torch.long), "must have 2 dimensions"),
+        (torch.zeros(2, 3, 4, dtype=torch.long), r"and shape \(2, 3, 4\)"),
         (torch.zeros(1, 3), "integer ids .* got dtype torch.float32"),
         (torch.zeros(1, 7, dtype=torch.long), "7 tokens but context_length is 6"),
-        (torch.tensor([[1, 10]]), r"must lie in \[0, 10\), got values from 1 to 10"),
-        (torch.tensor([[-1, 2]]), r"must lie in \[0, 10\), got values from -1 to 2"),
+        (
+            torch.tensor([[1, 10]]),
+            r"must lie in \[0, 10\) \(the vocab_size\), got values from 1 to 10",
+        ),
+        (
+            torch.tensor([[-1, 2]]),
+            r"must lie in \[0, 10\) \(the vocab_size\), got values from -1 to 2",
+        ),
     ],
 )
 def test_bad_token_ids(token_ids, message):
@@ -308,7 +314,9 @@ def test_bad_training_arguments(overrides, message):
 
 
 def test_bad_weights_and_ceiling_arguments():
-    with pytest.raises(ValueError, match=r"\(b, h, T, T\) with T >= 2"):
+    with pytest.raises(
+        ValueError, match=r"square .* of 4 dimensions with num_tokens >= 2"
+    ):
         previous_token_mass(torch.ones(2, 3, 3))
-    with pytest.raises(ValueError, match="at least 2 tokens per sequence"):
+    with pytest.raises(ValueError, match="batch >= 1 and num_tokens >= 2"):
         order_blind_accuracy(torch.zeros(3, 1, dtype=torch.long), vocab_size=4)

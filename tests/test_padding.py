@@ -237,11 +237,11 @@ def test_pad_sequences_agrees_with_torch_pad_sequence(side):
     [
         (
             [[1, 1, 1, 0]],
-            "must be a torch.Tensor of shape (batch, num_tokens), got list",
+            "attention_mask must be a torch.Tensor, got list",
         ),
-        (torch.ones(2, 4, 1), "2 dimensions (batch, num_tokens), got 3"),
-        (torch.ones(2, 3), "(2, 4) to fit x of shape (2, 4, 3), got (2, 3)"),
-        (torch.ones(3, 4), "(2, 4) to fit x of shape (2, 4, 3), got (3, 4)"),
+        (torch.ones(2, 4, 1), "shape (2, 4) to fit x, got (2, 4, 1)"),
+        (torch.ones(2, 3), "shape (2, 4) to fit x, got (2, 3)"),
+        (torch.ones(3, 4), "shape (2, 4) to fit x, got (3, 4)"),
         (torch.tensor([[1, 1, 2, 0], [1, 1, 1, 1]]), "only 1 (a real token) and 0"),
     ],
 )
@@ -266,10 +266,14 @@ def test_the_input_is_checked_as_in_multi_head_attention():
     ("sequences", "side", "message"),
     [
         ([], "right", "non-empty list of tensors"),
-        (torch.ones(2, 3), "right", "got Tensor"),
+        (torch.ones(2, 3), "right", "(Tensor)"),
         ([torch.ones(2)], "middle", "'left' or 'right', got 'middle'"),
-        ([torch.ones(2), torch.ones(0)], "left", "sequences[1] must hold at least one"),
-        ([torch.ones(2, 3), torch.ones(2, 4)], "right", "(3,) and torch.float32; "),
+        ([torch.ones(2), torch.ones(0)], "left", "T_i >= 1"),
+        (
+            [torch.ones(2, 3), torch.ones(2, 4)],
+            "right",
+            "sequences[1] has shape (2, 4)",
+        ),
         ([torch.ones(2), torch.ones(2, dtype=torch.long)], "right", "torch.int64"),
         (
             [torch.ones(2), [1.0]],
