@@ -716,7 +716,8 @@ def check_module(name: str, module: object, kind: type = nn.Module) -> None:
     elif isinstance(module, dict):
         got = "a dict; pass the module itself, not its state_dict()"
     else:
-        members = getattr(kind, "__protocol_attrs__", ())
+        members = {*getattr(kind, "__annotations__", {}), *vars(kind)}  # a Protocol's
+        members = {m for m in members if not m.startswith("_")}
         missing = sorted(m for m in members if not hasattr(module, m))
         got = type(module).__name__ + (
             f", which lacks {', '.join(missing)}" * bool(missing)

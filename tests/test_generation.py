@@ -1,0 +1,81 @@
+"""Checks at the door (attention/checks.py's policy), measured on generation."""
+
+import sys
+from collections import Counter
+
+import pytest
+import torch
+
+import attention
+from attention import TinyAttentionModel, generate_greedy, generate_greedy_cached
+
+
+def _checks_called(run) -> int:
+    """How many calls ``run()`` makes into attention/checks.py."""
+    calls = Counter()
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename.endswith("checks.py"):
+            calls[frame.f_code.co_name] += 1
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return sum(calls.values())
+
+
+@pytest.mark.parametrize("generate", [generate_greedy, generate_greedy_cached])
+def test_a_generated_token_costs_at_most_three_checks(generate):
+    torch.manual_seed(0)
+    model = TinyAttentionModel(10, 8, context_length=40, num_heads=2).eval()
+    prompt = torch.tensor([[3, 1, 4]])
+    few = _checks_called(lambda: generate(model, prompt, 4))
+    many = _checks_called(lambda: generate(model, prompt, 24))
+    assert (many - few) / 20 <= 3
+    assert few <= 30  # the door itself: one pass over the arguments
+
+
+class _NoCuda:  # a device this build of torch cannot use, whatever the machine
+    def __str__(self) -> str:
+        return "cuda" if not torch.cuda.is_available() else "cuda:99"
+
+
+@pytest.mark.parametrize(
+    ("call", "names"),
+    [
+        (lambda: attention.causal_mask(3, device=str(_NoCuda())), "device"),
+        (
+            lambda: attention.copy_weights_v2_to_v1(
+                attention.SelfAttention_v2(3, 2).to("meta"),
+                attention.SelfAttention_v1(3, 2),
+            ),
+            "meta",
+        ),
+        (
+            lambda: attention.order_blind_accuracy(
+                torch.zeros(0, 4, dtype=torch.long), vocab_size=4
+            ),
+            "batch >= 1",
+        ),
+        (lambda: attention.previous_token_mass(torch.rand(1, 2, 3, 4)), "square"),
+    ],
+    ids=["causal_mask-no-such-device", "copy-from-meta", "no-sequences", "not-square"],
+)
+def test_the_four_corners_get_a_clear_value_error(call, names):
+    with pytest.raises(ValueError, match=names):
+        call()
+
+
+def test_a_wrong_type_is_a_type_error_and_a_value_error():
+    with pytest.raises(TypeError, match="got list"):
+        attention.CausalAttention(3, 2, 6, 0.0)([[0.0, 1.0, 2.0]])
+    assert issubclass(attention.checks.ArgumentTypeError, ValueError)
+
+
+def test_generation_reads_a_model_through_the_decoder_protocol():
+    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
+    assert isinstance(model, attention.contract.Decoder)
+    with pytest.raises(TypeError, match="lacks .*embed"):
+        generate_greedy(torch.nn.Linear(2, 2), torch.tensor([[1]]), 1)
