@@ -118,7 +118,7 @@ def check_dropout(dropout: float, name: str = "dropout") -> None:
 
 
 def check_divides(part: tuple[str, int], whole: tuple[str, int]) -> None:
-    """Raise unless ``part``, a positive integer, divides ``whole``; ``(name, value)`` each.
+    """Raise unless ``part``, a positive integer, divides ``whole`` (``(name, value)``).
 
     >>> check_divides(("num_heads", 4), ("d_out", 6))
     Traceback (most recent call last):
@@ -224,7 +224,7 @@ def check_square(
 
 
 def check_scores(name: str, t: object) -> None:
-    """Raise unless ``t`` is a float tensor ``(..., n)`` with ``n >= 1`` scores a row."""
+    """Raise unless ``t`` is a float tensor ``(..., n)``, ``n >= 1`` scores a row."""
     check_float_tensor(name, t)
     if t.dim() == 0 or t.shape[-1] == 0:
         raise ValueError(
@@ -245,7 +245,7 @@ def check_dim(name: str, t: torch.Tensor, dim: int) -> None:
 
 
 def check_pair(*named: tuple[str, torch.Tensor]) -> None:
-    """Raise unless the ``(name, tensor)`` pairs are float tensors of one dtype and device."""
+    """Raise unless the ``(name, tensor)`` pairs are float, of one dtype and device."""
     (name_a, a) = named[0]
     for name, t in named:
         check_float_tensor(name, t)
@@ -263,7 +263,8 @@ def check_shapes(**named: tuple[torch.Tensor, str]) -> None:
     >>> check_shapes(query=(torch.zeros(3), "d"), inputs=(torch.zeros(6, 4), "T d"))
     Traceback (most recent call last):
     ...
-    ValueError: expected query (d) and inputs (T, d), one size per letter; got query (3,) and inputs (6, 4)
+    ValueError: expected query (d) and inputs (T, d), one size per letter; got \
+query (3,) and inputs (6, 4)
     """
     check_pair(*((name, t) for name, (t, _) in named.items()))
     sizes: dict[str, int] = {}
@@ -311,7 +312,7 @@ def check_values(name: str, t: torch.Tensor, needed_by: str) -> None:
 
 
 def check_batch(module: nn.Module, x: torch.Tensor, ndim: int = 3) -> None:
-    """Raise unless ``x`` is an input ``module`` accepts: the one check of a ``forward``.
+    """Raise unless ``module`` accepts ``x``: the one check of a ``forward``.
 
     ``ndim == 3``: a batch ``(b, T, d_in)``; ``ndim == 2``: one sequence
     ``(T, d_in)``, for the classes of 3.4. ``x`` must hold floating-point
@@ -360,7 +361,7 @@ def check_batch(module: nn.Module, x: torch.Tensor, ndim: int = 3) -> None:
 
 
 def check_sequence(module: nn.Module, x: torch.Tensor) -> None:
-    """:func:`check_batch` for one sequence ``(T, d_in)``, the input of 3.4's classes."""
+    """:func:`check_batch` for one sequence ``(T, d_in)``, as 3.4's classes take."""
     check_batch(module, x, ndim=2)
 
 
@@ -632,7 +633,7 @@ def check_training(
 
 
 def check_sequences(sequences: object, side: str, value: float) -> None:
-    """Raise unless ``sequences`` can be padded into one batch on ``side`` with ``value``.
+    """Raise unless ``sequences`` can be padded into a batch on ``side`` with ``value``.
 
     A non-empty list or tuple of tensors ``(T_i, ...)``, ``T_i >= 1``, with one
     dtype, one device and the same sizes after the first dimension; ``value``
@@ -704,7 +705,7 @@ def check_attention_mask(
 
 
 def check_module(name: str, module: object, kind: type = nn.Module) -> None:
-    """Raise unless ``module`` is an instance of ``kind`` (an ``nn.Module``, or a Protocol).
+    """Raise unless ``module`` is a ``kind``: an ``nn.Module`` class, or a Protocol.
 
     Names the usual slips: a class passed without ``()``, a ``state_dict()``
     passed for the module, and the members a Protocol lacks.
@@ -712,7 +713,8 @@ def check_module(name: str, module: object, kind: type = nn.Module) -> None:
     if isinstance(module, kind):
         return
     if isinstance(module, type):
-        got = f"the class {module.__name__} itself; build one first: {module.__name__}(...)"
+        name_ = module.__name__
+        got = f"the class {name_} itself; build one first: {name_}(...)"
     elif isinstance(module, dict):
         got = "a dict; pass the module itself, not its state_dict()"
     else:

@@ -164,7 +164,8 @@ def test_default_context_width_is_d_in():
         (
             torch.rand(6, 3),
             torch.rand(8, 5).half(),
-            "context must have the same dtype and device, got torch.float32 on cpu and torch.float16",
+            "context must have the same dtype and device, got torch.float32 on cpu "
+            "and torch.float16",
         ),
     ],
 )

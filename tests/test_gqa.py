@@ -178,7 +178,8 @@ def test_measured_cache_bytes_follow_the_formula(num_kv_heads):
 BAD_ARGUMENTS = {
     "kv-not-a-divisor": (
         (4, 8, 8, 0.0, 4, 3),
-        r"num_heads must be divisible by num_kv_heads, got num_heads=4 and num_kv_heads=3",
+        r"num_heads must be divisible by num_kv_heads, got num_heads=4 and "
+        r"num_kv_heads=3",
     ),
     "kv-0": ((4, 8, 8, 0.0, 4, 0), r"num_kv_heads must be a positive integer, got 0"),
     "kv-more-than-heads": ((4, 8, 8, 0.0, 2, 4), r"got num_heads=2 and num_kv_heads=4"),

@@ -170,13 +170,13 @@ def test_the_cache_refuses_more_than_context_length():
         (
             torch.ones(2, 3, 5),
             torch.ones(2, 3, 5),
-            r"keys and values must both have shape \(b, g, T_new, hd\), got \(2, 3, 5\)",
+            r"keys and values must both have shape .*, got \(2, 3, 5\)",
         ),
         (torch.ones(1, 2, 1, 5), None, r"values must be a torch.Tensor, got NoneType"),
         (
             torch.ones(1, 2, 1, 5),
             torch.ones(1, 2, 1, 4),
-            r"must both have shape \(b, g, T_new, hd\), got \(1, 2, 1, 5\) and \(1, 2, 1, 4\)",
+            r"must both have shape .*, got \(1, 2, 1, 5\) and \(1, 2, 1, 4\)",
         ),
         (
             torch.ones(1, 3, 1, 5),
@@ -242,7 +242,7 @@ def test_cached_attention_refuses_tokens_beyond_the_context():
         (
             torch.tensor([[1, 11]]),
             1,
-            r"token_ids must lie in \[0, 11\) \(the vocab_size\), got values from 1 to 11",
+            r"token_ids must lie in \[0, 11\) .*, got values from 1 to 11",
         ),
     ],
 )
