@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -1322,6 +1323,24 @@ def registry_record(name: str) -> OpInfo:
         name, sample, reference, _registry_errors(name), tuple(info.dtypes), devices,
         dict(info.tolerances),
     )  # fmt: skip
+
+
+def causal_builders() -> dict[str, Callable[..., nn.Module]]:
+    """Every causal module by its key, built from the chapter's arguments
+    ``(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)``:
+    the registry (by its VariantInfo) and the classes outside it."""
+    builders = {name: partial(build, name) for name in VARIANTS}
+    return builders | {
+        "CausalAttention": lambda d_in, d_out, ctx, p, h, bias=False: CausalAttention(
+            d_in, d_out, ctx, p, bias
+        ),
+        "MultiHeadAttentionWrapper": lambda d_in, d_out, ctx, p, h, bias=False: (
+            MultiHeadAttentionWrapper(d_in, d_out // h, ctx, p, h, bias)
+        ),
+        "GroupedQueryAttention": lambda d_in, d_out, ctx, p, h, bias=False: (
+            GroupedQueryAttention(d_in, d_out, ctx, p, h, 1, bias)
+        ),
+    }
 
 
 def records() -> dict[str, OpInfo]:

@@ -73,6 +73,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
     elif "op" in fixtures:
         metafunc.parametrize("op", list(RECORDS.values()), ids=list(RECORDS))
+    elif "causal" in fixtures:
+        names = list(table.causal_builders())
+        metafunc.parametrize("causal", names, ids=names)
     elif "variant" in fixtures and "dtype" in fixtures:
         pairs = [(n, dt) for n in attention.VARIANTS for dt in variant_info(n).dtypes]
         ids = [f"{n}-{str(dt).removeprefix('torch.')}" for n, dt in pairs]
@@ -356,30 +359,41 @@ def test_the_chapters_numbers(make, batch: torch.Tensor) -> None:
     assert_printed(other(batch)[0, :2], [[0.3190, 0.4858], [0.2943, 0.3897]])
 
 
-# --- properties -----------------------------------------------------------------------
+# --- every causal module: the registry, CausalAttention, the wrapper, GQA --------
+
+
+@pytest.fixture
+def build(causal: str):
+    """``build(*chapter_args, seed=0)``: a seeded module (table.causal_builders)."""
+
+    def seeded(*args, seed: int = 0) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return table.causal_builders()[causal](*args)
+
+    return seeded
 
 
 @pytest.mark.parametrize(("d_in", "d_out", "h"), [(6, 6, 3), (5, 8, 2), (8, 4, 1)])
-def test_causality(make, d_in: int, d_out: int, h: int) -> None:
-    module = make(d_in, d_out, 10, 0.0, h, seed=3).double().eval()
+def test_causality(build, d_in: int, d_out: int, h: int) -> None:
+    module = build(d_in, d_out, 10, 0.0, h, seed=3).double().eval()
     assert_causal(module, torch.randn(2, 10, d_in, dtype=torch.float64))
 
 
-def test_batch_independence(make) -> None:
-    module = make(4, 6, 8, 0.0, 2, seed=4).double().eval()
+def test_batch_independence(build) -> None:
+    module = build(4, 6, 8, 0.0, 2, seed=4).double().eval()
     assert_batch_independent(module, torch.randn(4, 7, 4, dtype=torch.float64))
 
 
-def test_a_shorter_sequence_gives_the_prefix_of_a_longer_one(make) -> None:
-    module = make(4, 6, 16, 0.0, 3, seed=5).eval()
+def test_a_shorter_sequence_gives_the_prefix_of_a_longer_one(build) -> None:
+    module = build(4, 6, 16, 0.0, 3, seed=5).eval()
     x = torch.randn(1, 16, 4)
     torch.testing.assert_close(module(x[:, :9]), module(x)[:, :9])
 
 
-def test_eval_is_deterministic_and_equals_no_dropout(make) -> None:
-    with_dropout = make(6, 6, 12, 0.5, 2, seed=6)
-    without = make(6, 6, 12, 0.0, 2)
-    copy_weights(with_dropout, without)
+def test_eval_is_deterministic_and_equals_no_dropout(build) -> None:
+    with_dropout = build(6, 6, 12, 0.5, 2, seed=6)
+    without = build(6, 6, 12, 0.0, 2)
+    without.load_state_dict(with_dropout.state_dict())
     x = torch.randn(2, 12, 6)
     assert_eval_is_deterministic(with_dropout, x)
     torch.testing.assert_close(with_dropout(x), without.eval()(x))
@@ -387,24 +401,25 @@ def test_eval_is_deterministic_and_equals_no_dropout(make) -> None:
 
 
 @pytest.mark.parametrize("p", [0.2, 0.5])
-def test_dropout_in_training_only_and_unbiased(make, p: float) -> None:
-    module = make(4, 4, 5, p, 2, seed=7)
+def test_dropout_in_training_only_and_unbiased(build, p: float) -> None:
+    module = build(4, 4, 5, p, 2, seed=7)
     assert_dropout_unbiased(module, torch.randn(1, 5, 4))
 
 
-def test_gradcheck_in_float64(make) -> None:
-    module = make(3, 4, 4, 0.3, 2, True, seed=8).double().eval()
+def test_gradcheck_in_float64(build) -> None:
+    module = build(3, 4, 4, 0.3, 2, True, seed=8).double().eval()
     assert_gradcheck(module, torch.randn(2, 4, 3, dtype=torch.float64))
 
 
-def test_state_dict_round_trip(make) -> None:
+def test_state_dict_round_trip(build) -> None:
     assert_state_dict_round_trip(
-        lambda seed: make(4, 6, 8, 0.0, 3, True, seed=seed).eval(), torch.randn(2, 8, 4)
+        lambda seed: build(4, 6, 8, 0.0, 3, True, seed=seed).eval(),
+        torch.randn(2, 8, 4),
     )
 
 
-def test_to_dtype_converts_weights_and_output(make) -> None:
-    module = make(4, 6, 8, 0.0, 3, seed=9).eval()
+def test_to_dtype_converts_weights_and_output(build) -> None:
+    module = build(4, 6, 8, 0.0, 3, seed=9).eval()
     x = torch.randn(2, 8, 4)
     expected = module(x)
     module.to(torch.float64)
