@@ -22,8 +22,8 @@ settings.register_profile("full", derandomize=True, deadline=None, max_examples=
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 # A registry entry from outside the package: importing it (as --doctest-modules
-# would) registers it for the whole session. tests/test_outside_variant.py
-# loads it in child processes only.
+# would) registers it for the whole session. tests/test_contract_catches.py
+# loads it for one inner run, then takes it out of the registry.
 collect_ignore = ["outside_variant.py"]
 
 

@@ -50,15 +50,15 @@ from attention.contract import AttentionVariant, load_mha_state_dict, mha_state_
 from attention.variants import variant_info
 
 CHAPTER_ARGS = ["d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"]
-RECORDS = table.records()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     fixtures = metafunc.fixturenames
+    records = table.records()  # read now: a plugin may have registered an entry
     if "op" in fixtures and "device" in fixtures:
         runs = [
             (op, device, dtype)
-            for op in RECORDS.values()
+            for op in records.values()
             for device in op.devices
             for dtype in op.dtypes
         ]
@@ -67,12 +67,12 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         ]
         metafunc.parametrize(("op", "device", "dtype"), runs, ids=ids)
     elif "op" in fixtures and "error" in fixtures:
-        pairs = [(op, e) for op in RECORDS.values() for e in op.errors]
+        pairs = [(op, e) for op in records.values() for e in op.errors]
         metafunc.parametrize(
             ("op", "error"), pairs, ids=[f"{op.name}-{e.id}" for op, e in pairs]
         )
     elif "op" in fixtures:
-        metafunc.parametrize("op", list(RECORDS.values()), ids=list(RECORDS))
+        metafunc.parametrize("op", list(records.values()), ids=list(records))
     elif "causal" in fixtures:
         names = list(table.causal_builders())
         metafunc.parametrize("causal", names, ids=names)
@@ -193,7 +193,8 @@ def test_every_public_callable_has_a_record() -> None:
         op.name for op in table.PUBLIC
         if inspect.signature(getattr(attention, op.name)).parameters
     ]  # fmt: skip
-    assert all(RECORDS[n].errors for n in takes_arguments)
+    records = table.records()
+    assert all(records[n].errors for n in takes_arguments)
 
 
 # --- every registry entry -----------------------------------------------------
