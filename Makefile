@@ -72,6 +72,9 @@ update-po: $(STAMP)
 	$(BIN)/sphinx-intl update -p $(BUILDDIR)/gettext -l $(ZH) -d book/locales
 
 # Linter, doctests and unit tests, a full build, then the checks of the built site.
+# The unit tests draw hypothesis's full count of examples here (quick loop: a
+# few; profiles in tests/conftest.py).
+test: export HYPOTHESIS_PROFILE = full
 test: lint unit html site
 
 lint: $(STAMP)
@@ -81,6 +84,7 @@ lint: $(STAMP)
 # --durations=15: every run, CI's included, shows where the time goes.
 PYTEST := $(BIN)/python -m pytest -q --durations=15
 
+# The quick loop: in-process tests, no build (the wheel's test is a site test).
 unit: $(STAMP)
 	$(PYTEST) -m "not site and not browser and not slow"
 

@@ -29,6 +29,7 @@ One module per idea of the chapter:
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
+from .contract import VariantInfo
 from .cross import CrossAttention
 from .data import EXAMPLE_WORDS, example_inputs
 from .efficient import (
@@ -94,6 +95,7 @@ __all__ = [
     "SelfAttention_v2",
     "TinyAttentionModel",
     "TorchMultiHeadAttention",
+    "VariantInfo",
     "attention_over_key_tiles",
     "attention_weights",
     "cached_attention",

@@ -263,8 +263,8 @@ def check_shapes(**named: tuple[torch.Tensor, str]) -> None:
     >>> check_shapes(query=(torch.zeros(3), "d"), inputs=(torch.zeros(6, 4), "T d"))
     Traceback (most recent call last):
     ...
-    ValueError: expected query (d) and inputs (T, d), one size per letter; got \
-query (3,) and inputs (6, 4)
+    ValueError: expected query of 1 dimensions (d) and inputs of 2 dimensions (T, d), \
+one size per letter; got query (3,) and inputs (6, 4)
     """
     check_pair(*((name, t) for name, (t, _) in named.items()))
     sizes: dict[str, int] = {}
@@ -277,7 +277,8 @@ query (3,) and inputs (6, 4)
             raise ValueError(
                 "expected "
                 + " and ".join(
-                    f"{n} ({', '.join(lay.split())})" for n, (_, lay) in named.items()
+                    f"{n} of {len(lay.split())} dimensions ({', '.join(lay.split())})"
+                    for n, (_, lay) in named.items()
                 )
                 + ", one size per letter; got "
                 + " and ".join(f"{n} {_shape(t)}" for n, (t, _) in named.items())
@@ -462,7 +463,8 @@ def check_kv(
     check_pair(*named, *([] if cached is None else [("the cached keys", cached)]))
     if keys.dim() != 4 or keys.shape != values.shape:
         raise ValueError(
-            "keys and values must both have shape (b, g, T_new, hd), got "
+            "keys and values must both be 4-dimensional (b, g, T_new, hd), one "
+            "shape, got "
             f"{_shape(keys)} and {_shape(values)}"
         )
     held = 0 if cached is None else cached.shape[2]
@@ -507,9 +509,9 @@ def check_token_ids(
     ):
         least = f" with batch >= {smallest[0]} and num_tokens >= {smallest[1]}"
         raise ValueError(
-            f"{name} must be integer ids (torch.long) of shape (batch, num_tokens)"
-            f"{least * any(smallest)}, got dtype {token_ids.dtype} and shape "
-            f"{_shape(token_ids)}"
+            f"{name} must be integer ids (torch.long) of 2 dimensions (batch, "
+            f"num_tokens){least * any(smallest)}, got dtype {token_ids.dtype} and "
+            f"{token_ids.dim()} dimensions, shape {_shape(token_ids)}"
         )
     if context_length is not None and token_ids.shape[1] > context_length:
         raise ValueError(
@@ -683,7 +685,8 @@ def check_attention_mask(
         x is not None and attention_mask.shape != x.shape[:2]
     ):
         raise ValueError(
-            f"attention_mask must have shape {expected}, got {_shape(attention_mask)}"
+            f"attention_mask must have 2 dimensions {expected}, got "
+            f"{attention_mask.dim()} dimensions with shape {_shape(attention_mask)}"
         )
     if x is not None and attention_mask.device != x.device:
         raise ValueError(

@@ -301,6 +301,7 @@ def attention_weights(
                 [0.2284, 0.3367, 0.4349, 0.0000],
                 [0.2341, 0.1832, 0.1054, 0.4773]])
     """
+    check_module("model", model)
     check_module("model.attn", getattr(model, "attn", None), MultiHeadAttention)
     seen = []
 

@@ -165,34 +165,65 @@ def assert_padding_changes_no_real_token(
 
 
 def reference_multihead(
-    state: dict[str, torch.Tensor], x: torch.Tensor, num_heads: int
+    state: dict[str, torch.Tensor],
+    x: torch.Tensor,
+    num_heads: int,
+    num_kv_heads: int | None = None,
+    hidden: torch.Tensor | None = None,
+    weights_only: bool = False,
 ) -> torch.Tensor:
     """Causal multi-head attention from weights in the chapter's layout.
 
-    Written apart from every class of the package (``einsum``, an explicit
-    ``-inf`` triangle), so that the contract suite compares each registry
-    entry, the chapter's ``MultiHeadAttention`` included, with something
+    The suite's one reference, written apart from every class of the package
+    (``einsum``, an explicit ``-inf`` triangle), so that each class, the
+    chapter's ``MultiHeadAttention`` included, is compared with something
     other than itself. Differentiable in ``state`` and ``x``.
 
     ``state`` maps ``W_query.weight`` ... ``out_proj.bias`` to tensors;
-    ``x`` is ``(b, T, d_in)``; the result is ``(b, T, d_out)``.
+    ``x`` is ``(b, T, d_in)``. With ``num_kv_heads`` (grouped-query
+    attention) key/value head ``g`` serves query heads ``g * r`` to
+    ``g * r + r - 1``. ``hidden`` ``(b, T, T)`` hides more pairs than the
+    future; a query that sees no key gets zero weights. Returns
+    ``(b, T, d_out)``, or the weights ``(b, h, T, T)`` with ``weights_only``.
     """
 
-    def project(name: str) -> torch.Tensor:
-        # (b, T, d_in) x (d_out, d_in) -> (b, T, d_out) -> (b, T, h, hd)
+    def project(name: str, heads: int) -> torch.Tensor:
+        # (b, T, d_in) x (out, d_in) -> (b, T, out) -> (b, T, heads, hd)
         out = torch.einsum("btd,od->bto", x, state[f"{name}.weight"])
         if f"{name}.bias" in state:
             out = out + state[f"{name}.bias"]
-        return out.unflatten(-1, (num_heads, -1))
+        return out.unflatten(-1, (heads, -1))
 
-    q, k, v = project("W_query"), project("W_key"), project("W_value")
+    kv_heads = num_kv_heads or num_heads
+    q = project("W_query", num_heads)
+    # (b, T, g, hd) -> (b, T, h, hd): each key/value head next to its copies
+    k, v = (
+        project(n, kv_heads).repeat_interleave(num_heads // kv_heads, dim=2)
+        for n in ("W_key", "W_value")
+    )
     T, hd = x.shape[1], q.shape[-1]
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(hd)  # (b, h, T, T)
     later = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(diagonal=1)
+    if hidden is not None:
+        later = later | hidden[:, None]  # (b, 1, T, T)
     weights = torch.softmax(scores.masked_fill(later, -math.inf), dim=-1)
+    weights = weights.nan_to_num(0.0)  # a query with no visible key
+    if weights_only:
+        return weights
     heads = torch.einsum("bhqk,bkhd->bqhd", weights, v)  # (b, T, h, hd)
     merged = heads.flatten(-2)  # (b, T, d_out)
     return merged @ state["out_proj.weight"].T + state["out_proj.bias"]
+
+
+def chapter_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights of a module that keeps W_query ... out_proj as nn.Linear."""
+    state = {}
+    for name in ("W_query", "W_key", "W_value", "out_proj"):
+        layer = getattr(module, name)
+        state[f"{name}.weight"] = layer.weight.detach()
+        if layer.bias is not None:
+            state[f"{name}.bias"] = layer.bias.detach()
+    return state
 
 
 def assert_message_names(error: BaseException, *names: tuple[str, ...]) -> None:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
+from hypothesis import settings
 
 from attention import example_inputs
 
@@ -11,9 +14,16 @@ from attention import example_inputs
 # on a shared 2-core machine one thread runs the suite several times faster.
 torch.set_num_threads(1)
 
+# Hypothesis: derandomized, so a run is the same everywhere. The quick loop
+# (`make unit`) draws a few examples per property; `make test` sets
+# HYPOTHESIS_PROFILE=full for the full count.
+settings.register_profile("quick", derandomize=True, deadline=None, max_examples=6)
+settings.register_profile("full", derandomize=True, deadline=None, max_examples=50)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+
 # A registry entry from outside the package: importing it (as --doctest-modules
-# would) registers it for the whole session. tests/test_outside_variant.py
-# loads it in child processes only.
+# would) registers it for the whole session. tests/test_contract_catches.py
+# loads it for one inner run, then takes it out of the registry.
 collect_ignore = ["outside_variant.py"]
 
 

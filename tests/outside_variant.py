@@ -2,9 +2,10 @@
 
 It imports only public names (``torch``, ``attention.register``), stores its
 weights its own way (one ``(3, d_out, d_in)`` tensor for the three
-projections), checks its input in its own words, and joins the registry with
-the last line. ``tests/test_outside_variant.py`` runs the whole contract
-suite and the benchmark on it.
+projections), checks its input in its own words (a ``TypeError`` for what is
+not a tensor, as torch raises), and joins the registry with the last line.
+``tests/test_contract_catches.py`` runs the whole contract suite and the
+benchmark on it.
 """
 
 import math
@@ -38,7 +39,7 @@ class EinsumAttention(nn.Module):
 
     def forward(self, x):
         if not isinstance(x, torch.Tensor):
-            raise ValueError(f"the input should be a Tensor, not a {type(x).__name__}")
+            raise TypeError(f"the input should be a Tensor, not a {type(x).__name__}")
         if x.dim() != 3 or x.shape[-1] != self.d_in:
             raise ValueError(
                 f"the input should be 3-D (batch, tokens, d_in={self.d_in}), "

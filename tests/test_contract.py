@@ -1,29 +1,24 @@
-"""The contract of every class in ``attention.VARIANTS``, in the style of
-PyTorch's ``OpInfo`` tests: one table, generic tests over it.
+"""What the package promises, tested generically over one table.
 
-The registry is read when pytest collects this file (``pytest_generate_tests``),
-so an entry added before collection, from a plugin or a ``conftest.py``, is
-tested like the others. Every test id carries the registry name, e.g.
-``test_causality[sdpa]``. ``attention.variants.variant_info`` says, per
-entry, which dtypes and devices to test, the tolerances, and whether the
-parameter count is the chapter's. ``tests/test_contract_catches.py`` checks
-that a broken entry fails here and a sound one passes;
-``tests/test_outside_variant.py`` that a class written outside the package
-passes.
+``tests/table.py`` holds one ``OpInfo``-style record per public callable and
+per entry of ``attention.VARIANTS``. The registry is read when pytest
+collects this file (``pytest_generate_tests``), so an entry added before
+collection, from a plugin or a ``conftest.py``, is tested like the others,
+with no line here or in the table. Test ids carry the record's key, e.g.
+``test_error_input[sdpa-too-long]``. ``tests/test_contract_catches.py``
+checks that a broken entry fails here and a sound one passes, also one
+written outside the package (``tests/outside_variant.py``).
 
-Each entry must (``attention.contract`` says it in code):
+Every record: a drawn valid call equals the reference; on each device and
+dtype of the record, what comes back stays there (and nothing is built
+elsewhere on the way); each error input raises its exception type with a
+message that names what the record says, in the callable's own words.
 
-- take ``(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)``,
-  with ``d_out`` the width of the whole output;
-- compute causal multi-head attention: equal, in outputs and gradients, to
-  ``reference_multihead`` of ``tests/checks.py``, a plain-tensor version
-  written apart from the package, given the same weights in the chapter's
-  layout (so the chapter's class is not compared with itself);
-- be causal, keep batch items apart, be deterministic in eval mode, apply
-  unbiased dropout in training only, have correct gradients, survive a
-  ``state_dict`` round trip and ``.to(dtype)``, run on the ``meta`` device;
-- reject bad input with a ``ValueError`` whose message names the argument,
-  what was expected and what came, in the class's own words.
+Each registry entry also keeps the chapter's constructor and weight layout
+(``attention.contract``), equals the reference in gradients too, and is
+causal, keeps batch items apart, is deterministic in eval mode, applies
+unbiased dropout in training only, has correct gradients and survives a
+``state_dict`` round trip and ``.to(dtype)``.
 """
 
 from __future__ import annotations
@@ -32,6 +27,7 @@ import copy
 import inspect
 
 import pytest
+import table
 import torch
 from checks import (
     assert_batch_independent,
@@ -44,6 +40,9 @@ from checks import (
     assert_state_dict_round_trip,
     reference_multihead,
 )
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torch.overrides import TorchFunctionMode
 
 import attention
 from attention import MultiHeadAttention, copy_weights, count_parameters
@@ -53,28 +52,149 @@ from attention.variants import variant_info
 CHAPTER_ARGS = ["d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"]
 
 
-def _devices(name: str) -> list[str]:
-    """The entry's devices that this machine has, the CPU left to the others."""
-    present = {"meta"} | ({"cuda"} if torch.cuda.is_available() else set())
-    return [d for d in variant_info(name).devices if d in present]
-
-
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    names = list(attention.VARIANTS)
     fixtures = metafunc.fixturenames
-    if "variant" not in fixtures:
-        return
-    for axis, values in (("dtype", _dtypes), ("device", _devices)):
-        if axis in fixtures:  # one case per entry and value the entry supports
-            pairs = [(n, v) for n in names for v in values(n)]
-            ids = [f"{n}-{str(v).removeprefix('torch.')}" for n, v in pairs]
-            metafunc.parametrize(("variant", axis), pairs, ids=ids)
-            return
-    metafunc.parametrize("variant", names, ids=names)
+    records = table.records()  # read now: a plugin may have registered an entry
+    if "op" in fixtures and "device" in fixtures:
+        runs = [
+            (op, device, dtype)
+            for op in records.values()
+            for device in op.devices
+            for dtype in op.dtypes
+        ]
+        ids = [
+            f"{op.name}-{dev}-{str(dt).removeprefix('torch.')}" for op, dev, dt in runs
+        ]
+        metafunc.parametrize(("op", "device", "dtype"), runs, ids=ids)
+    elif "op" in fixtures and "error" in fixtures:
+        pairs = [(op, e) for op in records.values() for e in op.errors]
+        metafunc.parametrize(
+            ("op", "error"), pairs, ids=[f"{op.name}-{e.id}" for op, e in pairs]
+        )
+    elif "op" in fixtures:
+        metafunc.parametrize("op", list(records.values()), ids=list(records))
+    elif "causal" in fixtures:
+        names = list(table.causal_builders())
+        metafunc.parametrize("causal", names, ids=names)
+    elif "variant" in fixtures and "dtype" in fixtures:
+        pairs = [(n, dt) for n in attention.VARIANTS for dt in variant_info(n).dtypes]
+        ids = [f"{n}-{str(dt).removeprefix('torch.')}" for n, dt in pairs]
+        metafunc.parametrize(("variant", "dtype"), pairs, ids=ids)
+    elif "variant" in fixtures:
+        metafunc.parametrize(
+            "variant", list(attention.VARIANTS), ids=list(attention.VARIANTS)
+        )
 
 
-def _dtypes(name: str) -> list[torch.dtype]:
-    return list(variant_info(name).dtypes)
+# --- every record ---------------------------------------------------------------
+
+
+def assert_equal_to(
+    actual, expected, atol: float, rtol: float, where: str = ""
+) -> None:
+    """Tensors close (and finite), numbers and flags equal, element by element."""
+    if isinstance(actual, tuple | list):
+        assert len(actual) == len(expected), where
+        for i, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            assert_equal_to(a, e, atol, rtol, f"{where}[{i}]")
+    elif isinstance(actual, torch.Tensor):
+        actual = actual.detach().cpu()
+        if actual.is_floating_point():
+            assert torch.isfinite(actual).all() or not torch.isfinite(expected).all()
+            expected = torch.as_tensor(expected).to(actual.dtype)
+            torch.testing.assert_close(
+                actual, expected, atol=atol, rtol=rtol, msg=where
+            )
+        else:
+            assert torch.equal(actual, torch.as_tensor(expected)), where
+    elif isinstance(actual, float):
+        assert actual == pytest.approx(expected, rel=rtol, abs=atol), where
+    else:
+        assert actual == expected, where
+
+
+@given(data=st.data())
+def test_sample_equals_the_reference(op: table.OpInfo, data) -> None:
+    dtype = data.draw(st.sampled_from(op.dtypes))
+    sample = op.sample(table.Draw(data.draw, "cpu", dtype))
+    out = sample()
+    with torch.no_grad():
+        expected = op.reference(sample)
+    atol, rtol = op.tolerances.get(dtype, (1e-5, 1e-4))
+    assert_equal_to(out, expected, atol, rtol)
+
+
+class OnlyOn(TorchFunctionMode):
+    """Record every torch operation that meets a tensor on another device
+    (torch lets an operation on ``meta`` take a CPU tensor: the output's
+    device alone proves nothing)."""
+
+    def __init__(self, device: str) -> None:
+        super().__init__()
+        self.device, self.strays = device, []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        for tensor in tensors((args, list(kwargs.values()), out)):
+            if tensor.device.type != self.device:
+                name = getattr(func, "__qualname__", repr(func))
+                self.strays.append(f"{name} met a tensor on {tensor.device}")
+        return out
+
+
+def tensors(out: object) -> list[torch.Tensor]:
+    """Every tensor in ``out``: a tensor, or tuples and lists of them."""
+    if isinstance(out, torch.Tensor):
+        return [out]
+    if isinstance(out, tuple | list):
+        return [x for item in out for x in tensors(item)]
+    return []
+
+
+@settings(max_examples=2)
+@given(data=st.data())
+def test_outputs_stay_on_the_inputs_device_and_dtype(op, device, dtype, data) -> None:
+    sample = op.sample(table.Draw(data.draw, device, dtype))
+    with OnlyOn(device) as watch:
+        out = sample()
+    assert not watch.strays, f"{op.name}: {watch.strays[:3]}"
+    for tensor in tensors(out):
+        assert tensor.device.type == device, f"{op.name} returned a tensor on the CPU"
+        if tensor.is_floating_point():
+            assert tensor.dtype == dtype, f"{op.name} returned {tensor.dtype}"
+
+
+def test_error_input(op: table.OpInfo, error: table.ErrorInput) -> None:
+    with pytest.raises(error.error) as raised:
+        error.call()
+    assert_message_names(raised.value, *error.names)
+
+
+@pytest.mark.parametrize("name", sorted(table.CORNERS))
+def test_corner_error_input(name: str) -> None:
+    """The four corners a fuzz of the API found, each with a clear error."""
+    error = table.CORNERS[name]
+    with pytest.raises(error.error) as raised:
+        error.call()
+    assert_message_names(raised.value, *error.names)
+
+
+def test_every_public_callable_has_a_record() -> None:
+    public = [n for n in attention.__all__ if callable(getattr(attention, n))]
+    missing = [n for n in public if table.covered_by(n) is None]
+    assert not missing, f"no record for {missing}"
+    stale = [op.name for op in table.PUBLIC if op.name not in public]
+    assert not stale, f"records of no public callable: {stale}"
+    takes_arguments = [
+        op.name for op in table.PUBLIC
+        if inspect.signature(getattr(attention, op.name)).parameters
+    ]  # fmt: skip
+    records = table.records()
+    assert all(records[n].errors for n in takes_arguments)
+
+
+# --- every registry entry -----------------------------------------------------
 
 
 @pytest.fixture
@@ -84,7 +204,8 @@ def cls(variant: str) -> type[torch.nn.Module]:
 
 @pytest.fixture
 def make(variant: str, cls):
-    """``make(*chapter_args, seed=0)``: a seeded module of the entry."""
+    """``make(*chapter_args, seed=0)``: a seeded module of the entry, built by
+    its VariantInfo."""
     info = variant_info(variant)
 
     def build(*args, seed: int = 0) -> torch.nn.Module:
@@ -92,9 +213,6 @@ def make(variant: str, cls):
         return info.build(cls, *args)
 
     return build
-
-
-# --- signature and layout ----------------------------------------------------------
 
 
 def test_signature_is_the_chapters(cls, make, variant) -> None:
@@ -239,30 +357,41 @@ def test_the_chapters_numbers(make, batch: torch.Tensor) -> None:
     assert_printed(other(batch)[0, :2], [[0.3190, 0.4858], [0.2943, 0.3897]])
 
 
-# --- properties -----------------------------------------------------------------------
+# --- every causal module: the registry, CausalAttention, the wrapper, GQA --------
+
+
+@pytest.fixture
+def build(causal: str):
+    """``build(*chapter_args, seed=0)``: a seeded module (table.causal_builders)."""
+
+    def seeded(*args, seed: int = 0) -> torch.nn.Module:
+        torch.manual_seed(seed)
+        return table.causal_builders()[causal](*args)
+
+    return seeded
 
 
 @pytest.mark.parametrize(("d_in", "d_out", "h"), [(6, 6, 3), (5, 8, 2), (8, 4, 1)])
-def test_causality(make, d_in: int, d_out: int, h: int) -> None:
-    module = make(d_in, d_out, 10, 0.0, h, seed=3).double().eval()
+def test_causality(build, d_in: int, d_out: int, h: int) -> None:
+    module = build(d_in, d_out, 10, 0.0, h, seed=3).double().eval()
     assert_causal(module, torch.randn(2, 10, d_in, dtype=torch.float64))
 
 
-def test_batch_independence(make) -> None:
-    module = make(4, 6, 8, 0.0, 2, seed=4).double().eval()
+def test_batch_independence(build) -> None:
+    module = build(4, 6, 8, 0.0, 2, seed=4).double().eval()
     assert_batch_independent(module, torch.randn(4, 7, 4, dtype=torch.float64))
 
 
-def test_a_shorter_sequence_gives_the_prefix_of_a_longer_one(make) -> None:
-    module = make(4, 6, 16, 0.0, 3, seed=5).eval()
+def test_a_shorter_sequence_gives_the_prefix_of_a_longer_one(build) -> None:
+    module = build(4, 6, 16, 0.0, 3, seed=5).eval()
     x = torch.randn(1, 16, 4)
     torch.testing.assert_close(module(x[:, :9]), module(x)[:, :9])
 
 
-def test_eval_is_deterministic_and_equals_no_dropout(make) -> None:
-    with_dropout = make(6, 6, 12, 0.5, 2, seed=6)
-    without = make(6, 6, 12, 0.0, 2)
-    copy_weights(with_dropout, without)
+def test_eval_is_deterministic_and_equals_no_dropout(build) -> None:
+    with_dropout = build(6, 6, 12, 0.5, 2, seed=6)
+    without = build(6, 6, 12, 0.0, 2)
+    without.load_state_dict(with_dropout.state_dict())
     x = torch.randn(2, 12, 6)
     assert_eval_is_deterministic(with_dropout, x)
     torch.testing.assert_close(with_dropout(x), without.eval()(x))
@@ -270,24 +399,25 @@ def test_eval_is_deterministic_and_equals_no_dropout(make) -> None:
 
 
 @pytest.mark.parametrize("p", [0.2, 0.5])
-def test_dropout_in_training_only_and_unbiased(make, p: float) -> None:
-    module = make(4, 4, 5, p, 2, seed=7)
+def test_dropout_in_training_only_and_unbiased(build, p: float) -> None:
+    module = build(4, 4, 5, p, 2, seed=7)
     assert_dropout_unbiased(module, torch.randn(1, 5, 4))
 
 
-def test_gradcheck_in_float64(make) -> None:
-    module = make(3, 4, 4, 0.3, 2, True, seed=8).double().eval()
+def test_gradcheck_in_float64(build) -> None:
+    module = build(3, 4, 4, 0.3, 2, True, seed=8).double().eval()
     assert_gradcheck(module, torch.randn(2, 4, 3, dtype=torch.float64))
 
 
-def test_state_dict_round_trip(make) -> None:
+def test_state_dict_round_trip(build) -> None:
     assert_state_dict_round_trip(
-        lambda seed: make(4, 6, 8, 0.0, 3, True, seed=seed).eval(), torch.randn(2, 8, 4)
+        lambda seed: build(4, 6, 8, 0.0, 3, True, seed=seed).eval(),
+        torch.randn(2, 8, 4),
     )
 
 
-def test_to_dtype_converts_weights_and_output(make) -> None:
-    module = make(4, 6, 8, 0.0, 3, seed=9).eval()
+def test_to_dtype_converts_weights_and_output(build) -> None:
+    module = build(4, 6, 8, 0.0, 3, seed=9).eval()
     x = torch.randn(2, 8, 4)
     expected = module(x)
     module.to(torch.float64)
@@ -296,74 +426,3 @@ def test_to_dtype_converts_weights_and_output(make) -> None:
     assert out.dtype == torch.float64
     torch.testing.assert_close(out.float(), expected, atol=1e-5, rtol=1e-5)
     assert module.to(torch.float32)(x).dtype == torch.float32
-
-
-def test_runs_where_its_input_is(variant, cls, device: str) -> None:
-    """Built on ``device`` and fed there, the output stays there (``meta``:
-    shapes only, no values), in every dtype of the entry."""
-    for dtype in variant_info(variant).dtypes:
-        with torch.device(device):
-            module = variant_info(variant).build(cls, 4, 6, 8, 0.0, 3).to(dtype)
-        x = torch.randn(2, 8, 4, device=device, dtype=dtype)
-        out = module(x)
-        assert out.device.type == device
-        assert (out.shape, out.dtype) == ((2, 8, 6), dtype)
-
-
-# --- the error contract ---------------------------------------------------------------
-
-# Built as (4, 6, 8, 0.0, 3): d_in = 4, context_length = 8. Each entry: the bad
-# input, then what the message must name, one of each tuple's spellings.
-BAD_INPUTS = {
-    "one-sequence": (lambda: torch.rand(6, 4), [("3",), ("2", "(6, 4)")]),
-    "four-dims": (lambda: torch.rand(1, 2, 6, 4), [("3",), ("4", "(1, 2, 6, 4)")]),
-    "width": (lambda: torch.rand(2, 6, 5), [("d_in", "features"), ("4",), ("5",)]),
-    "too-long": (
-        lambda: torch.rand(2, 9, 4),
-        [("context_length", "context"), ("8",), ("9",)],
-    ),
-    "list": (lambda: [[[0.0] * 4]], [("Tensor",), ("list",)]),
-    "token-ids": (
-        lambda: torch.zeros(2, 6, 4, dtype=torch.long),
-        [("float", "floating-point", "float32"), ("int64", "long")],
-    ),
-    "float64-into-float32": (
-        lambda: torch.rand(2, 6, 4, dtype=torch.float64),
-        [("float64",), ("float32",)],
-    ),
-}
-
-
-@pytest.mark.parametrize("bad", list(BAD_INPUTS))
-def test_bad_input_gives_a_value_error_that_names_it(make, bad: str) -> None:
-    make_input, names = BAD_INPUTS[bad]
-    with pytest.raises(ValueError) as error:
-        make(4, 6, 8, 0.0, 3)(make_input())
-    assert_message_names(error.value, *names)
-
-
-def test_float32_into_float64_weights_names_both_dtypes(make) -> None:
-    module = make(4, 6, 8, 0.0, 3).double()
-    with pytest.raises(ValueError) as error:
-        module(torch.rand(2, 6, 4))
-    assert_message_names(error.value, ("float32",), ("float64",))
-
-
-BAD_ARGUMENTS = {
-    "indivisible": ((4, 6, 8, 0.0, 4), [("d_out",), ("num_heads",), ("6",), ("4",)]),
-    "no-heads": ((4, 6, 8, 0.0, 0), [("num_heads",), ("0",)]),
-    "dropout-1": ((4, 6, 8, 1.0, 3), [("dropout",), ("1.0", "1")]),
-    "d_in-0": ((0, 6, 8, 0.0, 3), [("d_in",), ("0",)]),
-    "d_out-0": ((4, 0, 8, 0.0, 3), [("d_out",), ("0",)]),
-    "context-0": ((4, 6, 0, 0.0, 3), [("context_length",), ("0",)]),
-}
-
-
-@pytest.mark.parametrize("bad", list(BAD_ARGUMENTS))
-def test_bad_constructor_arguments_give_a_value_error_that_names_them(
-    make, bad: str
-) -> None:
-    args, names = BAD_ARGUMENTS[bad]
-    with pytest.raises(ValueError) as error:
-        make(*args)
-    assert_message_names(error.value, *names)

@@ -1,23 +1,29 @@
 """The contract suite catches a broken registry entry and passes a sound one.
 
-Each case runs ``tests/test_contract.py`` in a child pytest with a plugin that
-adds one entry with ``attention.register`` (one line, as a maintainer would),
-then reads the child's JUnit report.
+Each case runs ``tests/test_contract.py`` in this process (pytest's
+``pytester``) with a plugin that adds one entry with ``attention.register``
+(one line, as a maintainer would), reads each test's outcome, then takes the
+entry out of the registry again. ``tests/outside_variant.py`` is a class
+written outside the package, the way a stranger would: public imports only,
+its own weight storage, its own error messages (a ``TypeError`` for a
+non-tensor, as torch raises), one line to register.
 """
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
-import xml.etree.ElementTree as ET
 from pathlib import Path
+
+import pytest
+import torch
 
 import attention
 from attention import MultiHeadAttention
+from attention.bench import cli
+from attention.variants import VARIANT_INFO
 
-ROOT = Path(__file__).resolve().parents[1]
+pytest_plugins = ["pytester"]
+TESTS = Path(__file__).resolve().parent
 
 PLUGIN = """
 import torch
@@ -46,38 +52,97 @@ attention.register({name!r}, {cls})
 """
 
 
-def run_contract(tmp_path: Path, name: str, cls: str) -> dict[str, str]:
-    """Test outcome (passed, failed, error, skipped) per test id of ``name``."""
-    (tmp_path / "extra_variant.py").write_text(PLUGIN.format(name=name, cls=cls))
-    report = tmp_path / "report.xml"
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT / 'tests'}"}
-    subprocess.run(
-        [sys.executable, "-m", "pytest", str(ROOT / "tests" / "test_contract.py"),
-         "-p", "extra_variant", "-k", name, "-q", "-p", "no:cacheprovider",
-         f"--junitxml={report}"],
-        cwd=ROOT, env=env, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    outcomes = {}
-    for case in ET.parse(report).getroot().iter("testcase"):
-        kinds = [child.tag for child in case if child.tag != "system-out"]
-        outcomes[case.get("name")] = kinds[0] if kinds else "passed"
-    return outcomes
+@pytest.fixture
+def run_contract(pytester: pytest.Pytester):
+    """``run(plugin, name)``: outcome (passed, failed, skipped) per test of
+    ``name`` in ``tests/test_contract.py``, with the module ``plugin`` loaded."""
+    pytester.syspathinsert(TESTS)
+    pytester.syspathinsert()  # the plugin files a test writes
+    names = []
+
+    def run(plugin: str, name: str) -> dict[str, str]:
+        names.append(name)
+        args = ["-p", plugin, "-k", name, "-p", "no:cacheprovider", "-q"]
+        recorder = pytester.inline_run(str(TESTS / "test_contract.py"), *args)
+        outcomes = {}
+        for report in recorder.getreports("pytest_runtest_logreport"):
+            test = report.nodeid.split("::")[-1]
+            if report.when == "call" or report.outcome != "passed":
+                outcomes[test] = outcomes.get(test, "passed")
+                if report.outcome != "passed":
+                    outcomes[test] = report.outcome
+        return outcomes
+
+    yield run
+    for name in names:  # the registry is this session's too
+        attention.VARIANTS.pop(name, None)
+        VARIANT_INFO.pop(name, None)
 
 
-def test_an_entry_that_ignores_the_mask_fails_tests_named_after_it(tmp_path):
-    outcomes = run_contract(tmp_path, "nomask", "NoMaskAttention")
-    failed = [test for test, outcome in outcomes.items() if outcome == "failure"]
+def extra(pytester: pytest.Pytester, name: str, cls: str) -> str:
+    pytester.makepyfile(extra_variant=PLUGIN.format(name=name, cls=cls))
+    return "extra_variant"
+
+
+def test_an_entry_that_ignores_the_mask_fails_tests_named_after_it(
+    pytester, run_contract
+):
+    outcomes = run_contract(extra(pytester, "nomask", "NoMaskAttention"), "nomask")
+    failed = [test for test, outcome in outcomes.items() if outcome == "failed"]
     assert all("nomask" in test for test in outcomes)
     assert any(test.startswith("test_causality[nomask") for test in failed), failed
     assert len(failed) >= 3, textwrap.shorten(str(outcomes), 400)
 
 
-def test_a_plain_subclass_passes_every_test(tmp_path):
-    outcomes = run_contract(tmp_path, "plain", "PlainSubclass")
+def test_a_plain_subclass_passes_every_test(pytester, run_contract):
+    outcomes = run_contract(extra(pytester, "plain", "PlainSubclass"), "plain")
     assert len(outcomes) >= 45, "the plugin's entry was not collected"
     assert set(outcomes.values()) == {"passed"}, {
         test: outcome for test, outcome in outcomes.items() if outcome != "passed"
     }
+
+
+def test_the_outside_class_passes_the_whole_contract(run_contract):
+    outcomes = run_contract("outside_variant", "einsum")
+    assert len(outcomes) >= 45, f"the outside entry was not collected: {outcomes}"
+    assert all("einsum" in test for test in outcomes)
+    assert set(outcomes.values()) == {"passed"}, {
+        test: outcome for test, outcome in outcomes.items() if outcome != "passed"
+    }
+
+
+def test_the_outside_class_uses_only_public_names():
+    source = (TESTS / "outside_variant.py").read_text()
+    imports = [
+        line for line in source.splitlines() if line.startswith(("import", "from"))
+    ]
+    assert imports == [
+        "import math",
+        "import torch",
+        "from torch import nn",
+        "import attention",
+    ]
+    assert "attention._" not in source and "attention.checks" not in source
+    assert source.rstrip().endswith('attention.register("einsum", EinsumAttention)')
+
+
+def test_the_benchmark_times_and_sizes_the_outside_class(tmp_path, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # the memory child imports it too
+    argv = ["--quick", "--variant", "outside_variant:EinsumAttention",
+            "--variants", "mha", "sdpa", "--tokens", "32", "--d-model", "32",
+            "--heads", "2", "--batch", "1", "--repeats", "1", "--warmup", "0",
+            "--matmul-size", "64", "--memory-tokens", "16", "32", "--threads", "1",
+            "--out", str(tmp_path), "--formats", ""]  # fmt: skip
+    try:
+        assert cli.main(argv) == 0
+    finally:
+        attention.VARIANTS.pop("einsum", None)
+        VARIANT_INFO.pop("einsum", None)
+        torch.set_num_threads(1)
+    out, err = capsys.readouterr()
+    assert "einsum" in [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert "memory einsum" in " ".join(err.split()), err[-1000:]
 
 
 def test_the_registry_is_a_plain_dict_with_the_chapters_class_first():

@@ -17,13 +17,6 @@ CHAPTER_INPUTS = [
 ]
 
 
-def test_example_inputs_are_the_chapter_embeddings() -> None:
-    inputs = example_inputs()
-    assert inputs.shape == (6, 3)
-    assert inputs.dtype == torch.float32
-    torch.testing.assert_close(inputs, torch.tensor(CHAPTER_INPUTS), rtol=0, atol=0)
-
-
 def test_one_word_per_row() -> None:
     assert EXAMPLE_WORDS == ("Your", "journey", "starts", "with", "one", "step")
     assert len(EXAMPLE_WORDS) == example_inputs().shape[0]

@@ -37,37 +37,6 @@ def test_a_generated_token_costs_at_most_three_checks(generate):
     assert few <= 30  # the door itself: one pass over the arguments
 
 
-class _NoCuda:  # a device this build of torch cannot use, whatever the machine
-    def __str__(self) -> str:
-        return "cuda" if not torch.cuda.is_available() else "cuda:99"
-
-
-@pytest.mark.parametrize(
-    ("call", "names"),
-    [
-        (lambda: attention.causal_mask(3, device=str(_NoCuda())), "device"),
-        (
-            lambda: attention.copy_weights_v2_to_v1(
-                attention.SelfAttention_v2(3, 2).to("meta"),
-                attention.SelfAttention_v1(3, 2),
-            ),
-            "meta",
-        ),
-        (
-            lambda: attention.order_blind_accuracy(
-                torch.zeros(0, 4, dtype=torch.long), vocab_size=4
-            ),
-            "batch >= 1",
-        ),
-        (lambda: attention.previous_token_mass(torch.rand(1, 2, 3, 4)), "square"),
-    ],
-    ids=["causal_mask-no-such-device", "copy-from-meta", "no-sequences", "not-square"],
-)
-def test_the_four_corners_get_a_clear_value_error(call, names):
-    with pytest.raises(ValueError, match=names):
-        call()
-
-
 def test_a_wrong_type_is_a_type_error_and_a_value_error():
     with pytest.raises(TypeError, match="got list"):
         attention.CausalAttention(3, 2, 6, 0.0)([[0.0, 1.0, 2.0]])

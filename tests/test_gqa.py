@@ -4,14 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from checks import (
-    assert_batch_independent,
-    assert_causal,
-    assert_dropout_unbiased,
-    assert_eval_is_deterministic,
-    assert_gradcheck,
-    assert_state_dict_round_trip,
-)
 
 from attention import (
     GroupedQueryAttention,
@@ -21,17 +13,7 @@ from attention import (
     cached_attention,
     count_parameters,
     kv_cache_bytes,
-    repeat_kv,
 )
-
-# (d_in, d_out, num_heads, num_kv_heads): MHA, GQA, MQA, one head, d_in != d_out.
-SHAPES = [(4, 8, 4, 4), (4, 8, 4, 2), (4, 8, 4, 1), (3, 2, 1, 1), (5, 12, 6, 3)]
-
-
-def make(seed: int, d_in=4, d_out=8, num_heads=4, num_kv_heads=2, dropout=0.0):
-    torch.manual_seed(seed)
-    gqa = GroupedQueryAttention(d_in, d_out, 8, dropout, num_heads, num_kv_heads)
-    return gqa.eval()
 
 
 def _x(b=2, t=6, d_in=4, seed=0, dtype=torch.float32):
@@ -89,49 +71,6 @@ def test_mqa_heads_see_one_key_value_head():
     assert mqa(_x()).shape == (2, 6, 8)
 
 
-@pytest.mark.parametrize("repeats", [1, 2, 3])
-def test_repeat_kv_equals_repeat_interleave(repeats):
-    x = torch.rand(2, 3, 5, 4)
-    assert torch.equal(repeat_kv(x, repeats), x.repeat_interleave(repeats, dim=1))
-
-
-def test_repeat_kv_puts_copies_next_to_each_other_not_in_turn():
-    x = torch.tensor([1.0, 2.0]).view(1, 2, 1, 1)
-    assert repeat_kv(x, 2).flatten().tolist() == [1.0, 1.0, 2.0, 2.0]
-    assert x.repeat(1, 2, 1, 1).flatten().tolist() == [1.0, 2.0, 1.0, 2.0]  # not this
-
-
-@pytest.mark.parametrize("shape", SHAPES)
-def test_causality(shape):
-    d_in, d_out, h, g = shape
-    assert_causal(make(0, d_in, d_out, h, g), _x(d_in=d_in))
-
-
-def test_batch_independence():
-    assert_batch_independent(make(0), _x(b=3))
-
-
-def test_eval_is_deterministic_and_equals_no_dropout():
-    module = make(1, dropout=0.5)
-    assert_eval_is_deterministic(module, _x())
-    no_dropout = make(1)
-    torch.testing.assert_close(module(_x()), no_dropout(_x()), rtol=0, atol=0)
-
-
-def test_dropout_in_training_only_and_unbiased():
-    assert_dropout_unbiased(make(2, dropout=0.3), _x(b=1))
-
-
-@pytest.mark.parametrize("num_kv_heads", [4, 2, 1])
-def test_gradcheck_in_float64(num_kv_heads):
-    module = make(3, num_kv_heads=num_kv_heads).double()
-    assert_gradcheck(module, _x(b=2, t=4, dtype=torch.float64))
-
-
-def test_state_dict_round_trip():
-    assert_state_dict_round_trip(make, _x())
-
-
 # --- parameters and cache sizes at GPT-2 size --------------------------------------
 
 D, HEADS, HEAD_DIM, CONTEXT = 768, 12, 64, 1024
@@ -174,59 +113,3 @@ def test_measured_cache_bytes_follow_the_formula(num_kv_heads):
 
 
 # --- the error contract ------------------------------------------------------------
-
-BAD_ARGUMENTS = {
-    "kv-not-a-divisor": (
-        (4, 8, 8, 0.0, 4, 3),
-        r"num_heads must be divisible by num_kv_heads, got num_heads=4 and "
-        r"num_kv_heads=3",
-    ),
-    "kv-0": ((4, 8, 8, 0.0, 4, 0), r"num_kv_heads must be a positive integer, got 0"),
-    "kv-more-than-heads": ((4, 8, 8, 0.0, 2, 4), r"got num_heads=2 and num_kv_heads=4"),
-    "indivisible": ((4, 6, 8, 0.0, 4, 2), r"d_out must be divisible by num_heads"),
-    "dropout-1": ((4, 8, 8, 1.0, 4, 2), r"dropout must be in \[0, 1\), got 1\.0"),
-    "context-0": ((4, 8, 0, 0.0, 4, 2), r"context_length must be a positive .* got 0"),
-}
-
-
-@pytest.mark.parametrize("bad", list(BAD_ARGUMENTS))
-def test_bad_constructor_arguments_give_a_value_error(bad):
-    args, message = BAD_ARGUMENTS[bad]
-    with pytest.raises(ValueError, match=message):
-        GroupedQueryAttention(*args)
-
-
-BAD_INPUTS = {
-    "one-sequence": (lambda: torch.rand(6, 4), r"3 dimensions .* got 2 dimensions"),
-    "width": (lambda: torch.rand(2, 6, 5), r"d_in=4 .* got 5"),
-    "too-long": (lambda: torch.rand(2, 9, 4), r"9 tokens but context_length is 8"),
-    "list": (lambda: [[[0.0] * 4]], r"torch\.Tensor, got list"),
-    "float64": (
-        lambda: torch.rand(2, 6, 4, dtype=torch.float64),
-        r"dtype torch\.float64",
-    ),
-}
-
-
-@pytest.mark.parametrize("bad", list(BAD_INPUTS))
-def test_bad_input_gives_a_value_error(bad):
-    make_input, message = BAD_INPUTS[bad]
-    with pytest.raises(ValueError, match=message):
-        make(0)(make_input())
-
-
-@pytest.mark.parametrize(
-    ("x", "repeats", "message"),
-    [
-        (
-            torch.rand(2, 3, 4),
-            2,
-            r"x must have shape \(b, g, T, hd\), got \(2, 3, 4\)",
-        ),
-        ([1.0], 2, r"x must be a torch.Tensor, got list"),
-        (torch.rand(1, 2, 3, 4), 0, r"repeats must be a positive integer, got 0"),
-    ],
-)
-def test_repeat_kv_bad_input(x, repeats, message):
-    with pytest.raises(ValueError, match=message):
-        repeat_kv(x, repeats)

@@ -6,8 +6,6 @@ The trained models use the exact configuration of the book page
 
 from __future__ import annotations
 
-import itertools
-
 import pytest
 import torch
 
@@ -21,7 +19,6 @@ from attention import (
     token_accuracy,
     train_model,
 )
-from attention.learned import IGNORE_INDEX
 
 # The page's configuration.
 VOCAB_SIZE, D_MODEL, CONTEXT_LENGTH, NUM_HEADS = 16, 32, 12, 2
@@ -56,15 +53,6 @@ def trained_no_pos(data):
 
 
 # --- the data -----------------------------------------------------------------
-
-
-def test_targets_are_the_previous_tokens():
-    token_ids, targets = previous_token_data(50, 9, vocab_size=7, seed=3)
-    assert token_ids.shape == targets.shape == (50, 9)
-    assert token_ids.dtype == torch.long
-    assert (targets[:, 0] == IGNORE_INDEX).all()
-    assert torch.equal(targets[:, 1:], token_ids[:, :-1])
-    assert token_ids.min() >= 0 and token_ids.max() < 7
 
 
 def test_data_is_seeded():
@@ -127,15 +115,6 @@ def test_hook_is_removed_when_the_forward_pass_fails():
     with pytest.raises(ValueError):
         attention_weights(model, torch.zeros(1, 7, dtype=torch.long))  # too long
     assert not model.attn.dropout._forward_hooks
-
-
-def test_previous_token_mass_reads_the_diagonal_below_the_main_one():
-    weights = torch.zeros(2, 3, 4, 4)
-    weights[:, 0] = torch.eye(4).roll(-1, dims=1).tril()  # key i - 1, row 0 -> 0
-    weights[:, 1] = torch.eye(4)  # itself
-    weights[0, 2, 1:] = torch.eye(4).roll(-1, dims=1)[1:]  # previous, sequence 0
-    weights[1, 2] = torch.eye(4)  # itself, sequence 1
-    torch.testing.assert_close(previous_token_mass(weights), torch.tensor([1, 0, 0.5]))
 
 
 # --- training, with the page's numbers ------------------------------------------
@@ -222,101 +201,4 @@ def test_attention_without_positions_or_mask_is_permutation_equivariant():
 # --- the order-blind ceiling ------------------------------------------------------
 
 
-def _best_guess_by_enumeration(prefix: list[int]) -> float:
-    """P(the most frequent token is the last), over all orders of ``prefix``."""
-    orders = list(itertools.permutations(prefix))
-    guess = max(set(prefix), key=prefix.count)
-    return sum(order[-1] == guess for order in orders) / len(orders)
-
-
-def test_order_blind_accuracy_matches_enumeration():
-    token_ids = torch.tensor([[0, 1, 1, 2, 1, 0], [3, 3, 3, 0, 2, 2]])
-    expected = [
-        _best_guess_by_enumeration(row[:i].tolist())
-        for row in token_ids
-        for i in range(1, token_ids.shape[1])
-    ]
-    assert order_blind_accuracy(token_ids, vocab_size=4) == pytest.approx(
-        sum(expected) / len(expected)
-    )
-
-
 # --- bad arguments --------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "message"),
-    [
-        ({"vocab_size": 0}, "vocab_size must be a positive integer, got 0"),
-        ({"d_model": 30, "num_heads": 4}, "d_model must be divisible by num_heads"),
-        ({"context_length": 0}, "context_length must be a positive integer"),
-        ({"num_heads": 0}, "num_heads must be a positive integer"),
-        ({"use_positions": "no"}, "use_positions must be True or False, got 'no'"),
-    ],
-)
-def test_bad_model_arguments(kwargs, message):
-    args = {"vocab_size": 10, "d_model": 8, "context_length": 6, "num_heads": 2}
-    with pytest.raises(ValueError, match=message):
-        TinyAttentionModel(**(args | kwargs))
-
-
-@pytest.mark.parametrize(
-    ("token_ids", "message"),
-    [
-        ([[1, 2]], "token_ids must be a torch.Tensor, got list"),
-        (torch.zeros(2, 3, 4, dtype=torch.long), r"and shape \(2, 3, 4\)"),
-        (torch.zeros(1, 3), "integer ids .* got dtype torch.float32"),
-        (torch.zeros(1, 7, dtype=torch.long), "7 tokens but context_length is 6"),
-        (
-            torch.tensor([[1, 10]]),
-            r"must lie in \[0, 10\) \(the vocab_size\), got values from 1 to 10",
-        ),
-        (
-            torch.tensor([[-1, 2]]),
-            r"must lie in \[0, 10\) \(the vocab_size\), got values from -1 to 2",
-        ),
-    ],
-)
-def test_bad_token_ids(token_ids, message):
-    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
-    with pytest.raises(ValueError, match=message):
-        model(token_ids)
-
-
-@pytest.mark.parametrize(
-    ("args", "message"),
-    [
-        ((0, 5, 10), "num_sequences must be a positive integer"),
-        ((4, 1, 10), "context_length must be an integer of at least 2, got 1"),
-        ((4, 5, 1), "vocab_size must be an integer of at least 2, got 1"),
-    ],
-)
-def test_bad_data_arguments(args, message):
-    with pytest.raises(ValueError, match=message):
-        previous_token_data(*args)
-
-
-@pytest.mark.parametrize(
-    ("overrides", "message"),
-    [
-        ({"steps": 0}, "steps must be a positive integer"),
-        ({"batch_size": 9}, "batch_size must be at most the number of sequences, 8"),
-        ({"lr": 0.0}, "lr must be a positive number, got 0.0"),
-        ({"targets": torch.zeros(8, 4, dtype=torch.long)}, r"\(8, 5\) and \(8, 4\)"),
-    ],
-)
-def test_bad_training_arguments(overrides, message):
-    token_ids, targets = previous_token_data(8, 5, vocab_size=10)
-    kwargs = {"targets": targets, "steps": 1, "batch_size": 4} | overrides
-    model = TinyAttentionModel(10, 8, context_length=6, num_heads=2)
-    with pytest.raises(ValueError, match=message):
-        train_model(model, token_ids, **kwargs)
-
-
-def test_bad_weights_and_ceiling_arguments():
-    with pytest.raises(
-        ValueError, match=r"square .* of 4 dimensions with num_tokens >= 2"
-    ):
-        previous_token_mass(torch.ones(2, 3, 3))
-    with pytest.raises(ValueError, match="batch >= 1 and num_tokens >= 2"):
-        order_blind_accuracy(torch.zeros(3, 1, dtype=torch.long), vocab_size=4)

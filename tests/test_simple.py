@@ -102,18 +102,6 @@ def test_loops_equal_matmul(num_tokens: int, d: int) -> None:
     torch.testing.assert_close(weighted_sum(weights, inputs), weights @ inputs)
 
 
-def test_loops_keep_float64() -> None:
-    gen = torch.Generator().manual_seed(0)
-    inputs = torch.randn(4, 3, generator=gen, dtype=torch.float64)
-    scores = dot_scores(inputs[0], inputs)
-    assert scores.dtype == torch.float64
-    torch.testing.assert_close(scores, inputs @ inputs[0])
-    weights = torch.softmax(scores, dim=0)
-    context = weighted_sum(weights, inputs)
-    assert context.dtype == torch.float64
-    torch.testing.assert_close(context, weights @ inputs)
-
-
 def test_simple_self_attention_equals_the_three_steps() -> None:
     gen = torch.Generator().manual_seed(1)
     inputs = torch.randn(5, 4, generator=gen)

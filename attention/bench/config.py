@@ -8,7 +8,7 @@ import torch
 from torch import nn
 
 from ..multihead import MultiHeadAttentionWrapper
-from ..variants import VARIANTS, load_variant
+from ..variants import VARIANTS, load_variant, variant_info
 
 #: The registry name every ratio is taken against: the chapter's class.
 REFERENCE = "mha"
@@ -91,5 +91,8 @@ def build(variant: str, config: BenchConfig, context_length: int) -> nn.Module:
     if variant == WRAPPER:
         module = MultiHeadAttentionWrapper(d, d // h, context_length, 0.0, h)
     else:
-        module = VARIANTS[variant](d, d, context_length, 0.0, h)
+        # through the entry's VariantInfo: its extra constructor keywords too
+        module = variant_info(variant).build(
+            VARIANTS[variant], d, d, context_length, 0.0, h
+        )
     return module.eval()

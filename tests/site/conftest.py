@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Pages Sphinx generates on its own; they are not pages of the book.
 GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
-# Folders of the site that hold another edition (book/_ext/i18n_site.py).
+# Folders of the site that hold another edition (book/_ext/site_language.py).
 EDITIONS = {"zh_CN"}
 # Every edition the tests check: its name, and its folder inside the site.
 EDITION_FOLDERS = {"en": "", "zh_CN": "zh_CN"}

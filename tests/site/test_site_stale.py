@@ -341,7 +341,7 @@ def test_a_package_change_reaches_the_chinese_edition(builds):
 def test_prints_are_neither_cut_nor_repeated(builds):
     """A slow print stays on one line, and the download has it once.
 
-    See book/_ext/nb_streams.py.
+    See book/_ext/notebooks.py.
     """
     for name in ("clean", "twin"):
         notebook = json.loads((builds[name].outputs / "no-package.ipynb").read_text())

@@ -1,24 +1,21 @@
 """The wheel readers download holds the whole package.
 
-The site offers the wheel, and every notebook imports from it; an editable
-install (what the other tests use) reads ``attention/`` in place and would
-hide a subpackage or data file that the wheel leaves out. So this test builds
-the wheel the way ``make html`` does and compares its file list with the
-package's files on disk. The wheel is built from the sdist, so a file the
-sdist leaves out is missing from the wheel too.
+The site offers the wheel that ``make html`` builds into ``$BUILDDIR/dist``,
+and every notebook imports from it; an editable install (what the unit tests
+use) reads ``attention/`` in place and would hide a subpackage or data file
+that the wheel leaves out. So these tests open that wheel and compare its
+file list with the package's files on disk.
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, build_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.site
 
 
 def package_files(root: Path) -> set[str]:
@@ -42,32 +39,11 @@ def missing_from(wheel_names: list[str], expected: set[str]) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel, built from a copy of the sources that ``pyproject.toml`` uses.
-
-    A copy, because setuptools reads what an earlier build left in the
-    checkout (``attention.egg-info/SOURCES.txt`` lists every file it saw),
-    and that list can fill the gaps a broken package discovery leaves.
-    """
-    source = tmp_path_factory.mktemp("source")
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    shutil.copytree(
-        ROOT / "attention",
-        source / "attention",
-        ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"),
-    )
-    out = tmp_path_factory.mktemp("dist")
-    # As `make html` builds it: the sdist first, then the wheel from the
-    # unpacked sdist.
-    command = [
-        sys.executable, "-m", "build", "--no-isolation",
-        "--outdir", str(out), str(source),
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, cwd=source)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (built,) = out.glob("attention-*.whl")
-    return built
+def wheel() -> Path:
+    """The wheel ``make html`` built (a missing one fails: run ``make html``)."""
+    wheels = sorted((build_dir() / "dist").glob("attention-*.whl"))
+    assert len(wheels) == 1, f"expected one wheel in {build_dir() / 'dist'}: {wheels}"
+    return wheels[0]
 
 
 def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel):

@@ -1,0 +1,1357 @@
+"""One table of what the package promises, in the style of PyTorch's ``OpInfo``.
+
+One :class:`OpInfo` record per public callable of ``attention.__all__`` and
+one per entry of ``attention.VARIANTS`` (read when pytest collects, so an
+entry registered from a plugin or a ``conftest.py`` gets its record too).
+A record says:
+
+- ``sample``: how to draw a valid call (hypothesis draws the sizes and seeds)
+  on a device, in a dtype;
+- ``reference``: what that call must return, computed here apart from the
+  package (loops, ``einsum``, :func:`checks.reference_multihead`);
+- ``errors``: bad calls, each with the exception type it must raise and what
+  its message must name (names, not wording: a class written outside the
+  package words its own messages);
+- ``dtypes``, ``devices`` and tolerances; for a registry entry they come
+  from its :class:`attention.VariantInfo`, which also builds every module.
+
+``tests/test_contract.py`` runs generic tests over the table, with test ids
+from its keys (``test_error_input[sdpa-too-long]``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+import torch
+from checks import chapter_state, reference_multihead
+from hypothesis import strategies as st
+from torch import nn
+
+import attention
+import attention as A
+from attention import (
+    VARIANTS,
+    CausalAttention,
+    CrossAttention,
+    GroupedQueryAttention,
+    KVCache,
+    MultiHeadAttention,
+    MultiHeadAttentionWrapper,
+    PaddedMultiHeadAttention,
+    SDPAMultiHeadAttention,
+    SelfAttention_v1,
+    SelfAttention_v2,
+    TinyAttentionModel,
+    VariantInfo,
+)
+from attention.contract import mha_state_dict
+from attention.variants import variant_info
+
+F32, F64 = torch.float32, torch.float64
+#: A wrong Python type: the package raises ``ArgumentTypeError`` (a
+#: ``TypeError`` and a ``ValueError``); torch and outside classes raise
+#: ``TypeError``; the package before the new checks raised ``ValueError``.
+WRONG_TYPE = TYPE = (TypeError, ValueError)
+Names = tuple[tuple[str, ...], ...]
+z = torch.zeros
+FLOAT = "float|floating-point|float32"
+
+
+@dataclass
+class Sample:
+    """One valid call: ``fn(*args, **kwargs)``; ``given`` is what the reference
+    may read besides the arguments (e.g. the scores behind some weights)."""
+
+    fn: Callable
+    args: tuple = ()
+    kwargs: dict = field(default_factory=dict)
+    given: dict = field(default_factory=dict)
+
+    def __call__(self) -> Any:
+        return self.fn(*self.args, **self.kwargs)
+
+
+@dataclass(frozen=True)
+class ErrorInput:
+    """A bad call, the exception it must raise, what its message must name
+    (one spelling of each tuple, as a whole word)."""
+
+    id: str
+    call: Callable[[], object]
+    names: Names
+    error: type[BaseException] | tuple[type[BaseException], ...] = ValueError
+
+
+@dataclass(frozen=True, repr=False)
+class OpInfo:
+    """What one public callable or registry entry promises."""
+
+    name: str
+    sample: Callable[[Draw], Sample]
+    reference: Callable[[Sample], Any]
+    errors: tuple[ErrorInput, ...] = ()
+    dtypes: tuple[torch.dtype, ...] = (F32, F64)
+    devices: tuple[str, ...] = ("cpu", "meta")
+    tolerances: dict = field(
+        default_factory=lambda: {F32: (1e-5, 1e-4), F64: (1e-9, 1e-7)}
+    )
+
+    def __repr__(self) -> str:
+        return f"OpInfo({self.name!r})"
+
+
+class Draw:
+    """What a sample function draws from: sizes from hypothesis, tensors from
+    a drawn seed, built on the CPU and moved to the device in the dtype."""
+
+    def __init__(self, draw: Callable, device: str, dtype: torch.dtype) -> None:
+        self.draw, self.device, self.dtype = draw, device, dtype
+        self.gen = torch.Generator().manual_seed(draw(st.integers(0, 2**16)))
+
+    def int(self, low: int, high: int) -> int:
+        return self.draw(st.integers(low, high))
+
+    def pick(self, values: Sequence) -> Any:
+        return self.draw(st.sampled_from(list(values)))
+
+    def flag(self) -> bool:
+        return self.draw(st.booleans())
+
+    def t(self, *shape: int, scale: float = 1.0) -> torch.Tensor:
+        x = torch.randn(*shape, generator=self.gen, dtype=F64) * scale
+        return x.to(self.dtype).to(self.device)
+
+    def ids(self, vocab: int, *shape: int) -> torch.Tensor:
+        return torch.randint(vocab, shape, generator=self.gen).to(self.device)
+
+    def module(self, make: Callable[[], nn.Module]) -> nn.Module:
+        torch.manual_seed(int(torch.randint(2**16, (), generator=self.gen)))
+        return make().to(self.dtype).to(self.device).eval()
+
+
+# --- the pieces references are made of ------------------------------------------
+
+
+def cpu(x: Any) -> Any:
+    return x.detach().cpu() if isinstance(x, torch.Tensor) else x
+
+
+def softmax_rows(scores: torch.Tensor, hidden: torch.Tensor | None = None):
+    """``exp(s - max) / sum`` over the last dimension; hidden or empty rows -> 0."""
+    if hidden is not None:
+        scores = scores.masked_fill(hidden, -math.inf)
+    if scores.shape[-1] == 0:
+        return scores
+    top = scores.amax(dim=-1, keepdim=True).nan_to_num(neginf=0.0)
+    exps = torch.exp(scores - top)
+    sums = exps.sum(dim=-1, keepdim=True)
+    return torch.where(sums > 0, exps / sums.clamp_min(1e-300), 0.0)
+
+
+def attend(q, k, v, hidden=None, scale: bool = True) -> torch.Tensor:
+    """Attention over the last two dimensions, the formula written out."""
+    scores = q @ k.transpose(-2, -1)
+    if scale:
+        scores = scores / math.sqrt(k.shape[-1])
+    return softmax_rows(scores, hidden) @ v
+
+
+def future(num_queries: int, num_keys: int) -> torch.Tensor:
+    """``True`` where key ``j`` comes after query ``i`` (bottom-right aligned)."""
+    offset = num_keys - num_queries
+    rows = [[j > i + offset for j in range(num_keys)] for i in range(num_queries)]
+    return torch.tensor(rows, dtype=torch.bool).reshape(num_queries, num_keys)
+
+
+def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
+    out = x @ layer.weight.detach().T
+    return out if layer.bias is None else out + layer.bias.detach()
+
+
+def qkv(module: nn.Module, x: torch.Tensor, context: torch.Tensor | None = None):
+    context = x if context is None else context
+    return (
+        linear(module.W_query, x),
+        linear(module.W_key, context),
+        linear(module.W_value, context),
+    )
+
+
+def reference_logits(model: TinyAttentionModel, ids: torch.Tensor) -> torch.Tensor:
+    """``TinyAttentionModel``'s logits, from its weights and the formula."""
+    x = model.tok_emb.weight.detach()[ids]
+    if model.pos_emb is not None:
+        x = x + model.pos_emb.weight.detach()[: ids.shape[1]]
+    context = reference_multihead(chapter_state(model.attn), x, model.attn.num_heads)
+    return context @ model.out_head.weight.detach().T + model.out_head.bias.detach()
+
+
+def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6) -> TinyAttentionModel:
+    return d.module(lambda: TinyAttentionModel(vocab, 4, context_length, num_heads=2))
+
+
+# --- error inputs that many records share -----------------------------------------
+
+
+def bad(id: str, call: Callable[[], object], names: str, kind=ValueError):
+    """An :class:`ErrorInput`; ``names`` lists what the message must name,
+    ``"; "`` between names, ``"|"`` between the spellings of one name."""
+    spelled = tuple(tuple(name.split("|")) for name in names.split("; "))
+    return ErrorInput(id, call, spelled, kind)
+
+
+def not_tensors(call: Callable[[object], object], name: str) -> tuple:
+    """``call(x)`` with a list and with ``None`` where a tensor belongs."""
+    return (
+        bad(f"{name}-list", lambda: call([[0.0]]), f"{name}; list", TYPE),
+        bad(f"{name}-None", lambda: call(None), f"{name}; None|NoneType", TYPE),
+    )
+
+
+#: Not a positive integer size; not a probability in [0, 1).
+SIZES = [(0, ValueError), (-1, ValueError), (True, TYPE), (2.5, TYPE), ("3", TYPE),
+         (None, TYPE)]  # fmt: skip
+PROBABILITIES = [(1.0, ValueError), (-0.1, ValueError), (math.nan, ValueError),
+                 (math.inf, ValueError), ("0.1", TYPE), (None, TYPE),
+                 (True, TYPE)]  # fmt: skip
+
+
+def bad_values(call: Callable[[object], object], name: str, values=SIZES) -> tuple:
+    """``call(value)`` for each bad value; the message names ``name`` and it."""
+    return tuple(
+        bad(f"{name}-{v!r}", lambda v=v: call(v), f"{name}; {v}", k) for v, k in values
+    )
+
+
+def module_inputs(make: Callable[..., nn.Module], lead: tuple = (2,)) -> tuple:
+    """The checks of a module's input ``x`` and its ``d_in`` (``make()`` is
+    built with ``d_in = 4``); ``lead`` is ``()`` for a class of one sequence."""
+    return (
+        *not_tensors(lambda x: make()(x), "x"),
+        bad("x-rank", lambda: make()(z(*lead, 1, 3, 4)), "x; dimensions|dim|3-D|2"),
+        bad("x-width", lambda: make()(z(*lead, 3, 5)), "d_in; 4; 5"),
+        bad("x-int", lambda: make()(z(*lead, 3, 4).long()), f"x; {FLOAT}; int64"),
+        bad("x-float64", lambda: make()(z(*lead, 3, 4).double()), "x; float64"),
+        bad("x-device", lambda: make().to("meta")(z(*lead, 3, 4)), "x; meta; cpu"),
+        *bad_values(lambda v: make(d_in=v), "d_in"),
+    )  # fmt: skip
+
+
+def batch_inputs(make: Callable[..., nn.Module], heads: int = 2) -> tuple:
+    """``module_inputs`` and what every causal class adds: a context length
+    (6), a dropout, a bias flag; ``heads``: 0 for none, 1 if they do not
+    split ``d_out``, 2 if they do."""
+    more = (
+        *module_inputs(make),
+        bad("too-long", lambda: make()(z(2, 7, 4)), "context_length; 6; 7"),
+        *bad_values(lambda v: make(dropout=v), "dropout", PROBABILITIES),
+        *bad_values(lambda v: make(context_length=v), "context_length"),
+        bad("qkv_bias-1", lambda: make(qkv_bias=1), "qkv_bias; 1", TYPE),
+    )
+    if heads:
+        more += bad_values(lambda v: make(num_heads=v), "num_heads")
+    if heads == 2:
+        split = lambda: make(d_out=6, num_heads=4)  # noqa: E731
+        more += (bad("indivisible", split, "d_out; num_heads; 6; 4"),)
+    return more
+
+
+def built(cls: type, **defaults: object) -> Callable[..., nn.Module]:
+    """``make(**overrides)``: ``cls`` with small valid keyword arguments."""
+    return lambda **overrides: cls(**{**defaults, **overrides})
+
+
+MHA_ARGS = dict(d_in=4, d_out=4, context_length=6, dropout=0.0, num_heads=2)
+
+
+# --- the records of the public callables -----------------------------------------
+
+
+def _dot_scores(d: Draw) -> Sample:
+    T, k = d.int(1, 5), d.int(1, 5)
+    return Sample(attention.dot_scores, (d.t(k), d.t(T, k)))
+
+
+def _dot_scores_ref(s: Sample) -> torch.Tensor:
+    query, inputs = (cpu(a).tolist() for a in s.args)
+    rows = [sum(a * b for a, b in zip(row, query, strict=True)) for row in inputs]
+    return torch.tensor(rows, dtype=F64)
+
+
+def _weighted_sum(d: Draw) -> Sample:
+    T, k = d.int(1, 5), d.int(1, 5)
+    return Sample(attention.weighted_sum, (d.t(T).softmax(0), d.t(T, k)))
+
+
+def _weighted_sum_ref(s: Sample) -> torch.Tensor:
+    weights, inputs = (cpu(a).double() for a in s.args)
+    return sum(w * row for w, row in zip(weights, inputs, strict=True))
+
+
+def _simple_ref(s: Sample):
+    x = cpu(s.args[0]).double()
+    weights = softmax_rows(x @ x.T)
+    return weights, attend(x, x, x, scale=False)
+
+
+def _mask_ref(s: Sample) -> torch.Tensor:
+    scores = cpu(s.args[0])
+    T = scores.shape[-1]
+    return scores.masked_fill(future(T, T), -math.inf)
+
+
+def _renormalize(d: Draw) -> Sample:
+    T = d.int(1, 5)
+    scores = d.t(T, T, scale=d.pick([0.1, 3.0, 20.0]))  # gaps far below ~104
+    return Sample(
+        attention.renormalize_masked, (scores.softmax(-1),), given={"scores": scores}
+    )
+
+
+def _v1(d: Draw) -> Sample:
+    d_in, d_out, T = d.int(1, 5), d.int(1, 5), d.int(1, 5)
+    return Sample(d.module(lambda: SelfAttention_v1(d_in, d_out)), (d.t(T, d_in),))
+
+
+def _v1_ref(s: Sample) -> torch.Tensor:
+    sa, x = s.fn, cpu(s.args[0])
+    q, k, v = (x @ w.detach().cpu() for w in (sa.W_query, sa.W_key, sa.W_value))
+    return attend(q, k, v)
+
+
+def _v2(d: Draw) -> Sample:
+    d_in, d_out, T, bias = d.int(1, 5), d.int(1, 5), d.int(1, 5), d.flag()
+    return Sample(
+        d.module(lambda: SelfAttention_v2(d_in, d_out, qkv_bias=bias)), (d.t(T, d_in),)
+    )
+
+
+def _copy_v2_to_v1(d: Draw) -> Sample:
+    d_in, d_out, T = d.int(1, 5), d.int(1, 5), d.int(1, 5)
+    v2 = d.module(lambda: SelfAttention_v2(d_in, d_out))
+    v1 = d.module(lambda: SelfAttention_v1(d_in, d_out))
+
+    def copy_then_call(v2, v1, x):
+        attention.copy_weights_v2_to_v1(v2, v1)
+        return v1(x)
+
+    return Sample(copy_then_call, (v2, v1, d.t(T, d_in)))
+
+
+def _causal(d: Draw) -> Sample:
+    b, T, d_out = d.int(0, 2), d.int(0, 6), d.int(1, 5)
+    ca = d.module(lambda: CausalAttention(4, d_out, 6, 0.0, qkv_bias=d.flag()))
+    return Sample(ca, (d.t(b, T, 4),))
+
+
+def _causal_ref(s: Sample) -> torch.Tensor:
+    x, T = cpu(s.args[0]), s.args[0].shape[1]
+    return attend(*qkv(s.fn, x), future(T, T))
+
+
+def _wrapper(d: Draw) -> Sample:
+    T, heads = d.int(1, 6), d.int(1, 3)
+    w = d.module(
+        lambda: MultiHeadAttentionWrapper(4, 2, 6, 0.0, heads, qkv_bias=d.flag())
+    )
+    return Sample(w, (d.t(2, T, 4),))
+
+
+def _wrapper_ref(s: Sample) -> torch.Tensor:
+    x, T = cpu(s.args[0]), s.args[0].shape[1]
+    return torch.cat([attend(*qkv(h, x), future(T, T)) for h in s.fn.heads], dim=-1)
+
+
+def _cross(d: Draw) -> Sample:
+    b, T_q, T_kv, d_ctx = d.int(1, 2), d.int(1, 5), d.int(1, 5), d.int(1, 5)
+    cross = d.module(lambda: CrossAttention(4, 3, qkv_bias=d.flag(), d_context=d_ctx))
+    return Sample(cross, (d.t(b, T_q, 4), d.t(b, T_kv, d_ctx)))
+
+
+def _gqa(d: Draw) -> Sample:
+    heads = d.pick([1, 2, 4])
+    kv = d.pick([h for h in (1, 2, 4) if heads % h == 0])
+    make = lambda: GroupedQueryAttention(4, 4, 6, 0.0, heads, kv, qkv_bias=d.flag())  # noqa: E731
+    return Sample(d.module(make), (d.t(d.int(0, 2), d.int(0, 6), 4),))
+
+
+def _gqa_ref(s: Sample) -> torch.Tensor:
+    m = s.fn
+    state = {k: cpu(v) for k, v in chapter_state(m).items()}
+    return reference_multihead(state, cpu(s.args[0]), m.num_heads, m.num_kv_heads)
+
+
+def _padded(d: Draw) -> Sample:
+    lengths = d.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
+    side = d.pick(["left", "right"])
+    module = d.module(
+        lambda: PaddedMultiHeadAttention(3, 4, 6, 0.0, 2, qkv_bias=d.flag())
+    )
+    x, mask = attention.pad_sequences([d.t(n, 3) for n in lengths], side=side)
+    return Sample(module, (x, mask))
+
+
+def _padded_ref(s: Sample) -> torch.Tensor:
+    x, mask = (cpu(a) for a in s.args)
+    hidden = (mask == 0)[:, None, :].expand(-1, x.shape[1], -1)
+    state = {k: cpu(v) for k, v in mha_state_dict(s.fn).items()}
+    return reference_multihead(state, x, 2, hidden=hidden)
+
+
+def _counted(d: Draw) -> nn.Module:
+    cls = d.pick([CausalAttention, MultiHeadAttentionWrapper, *VARIANTS.values()])
+    d_in = d.int(1, 5)
+    if cls is CausalAttention:
+        return d.module(lambda: cls(d_in, 4, 6, 0.0, qkv_bias=d.flag()))
+    return d.module(lambda: cls(d_in, 4, 6, 0.0, 2, qkv_bias=d.flag()))
+
+
+def _trainable(s: Sample) -> int:
+    return sum(p.numel() for p in s.args[0].parameters() if p.requires_grad)
+
+
+def build(name: str, *args) -> nn.Module:
+    """The registry entry ``name`` built by its VariantInfo."""
+    return variant_info(name).build(VARIANTS[name], *args)
+
+
+def _copy_weights(d: Draw) -> Sample:
+    src_name, dst_name = d.pick(sorted(VARIANTS)), d.pick(sorted(VARIANTS))
+    d_in, bias = d.pick([4, 6]), d.flag()
+    src, dst = (
+        d.module(lambda n=n: build(n, d_in, 4, 6, 0.0, 2, bias))
+        for n in (src_name, dst_name)
+    )  # fmt: skip
+
+    def copy_then_call(src, dst, x):
+        attention.copy_weights(src, dst)
+        return dst(x)
+
+    return Sample(copy_then_call, (src, dst, d.t(2, d.int(0, 6), d_in)))
+
+
+def _rows(fn: Callable, tiled: bool = False) -> Callable[[Draw], Sample]:
+    def sample(d: Draw) -> Sample:
+        lead = d.draw(st.lists(st.integers(0, 3), max_size=2))
+        scores = d.t(*lead, d.int(1, 9), scale=d.pick([0.1, 10.0, 200.0]))
+        return Sample(fn, (scores, d.int(1, 7)) if tiled else (scores,))
+
+    return sample
+
+
+def _stats_ref(s: Sample):
+    scores = cpu(s.args[0]).double()
+    top = scores.amax(-1, keepdim=True)
+    return top, torch.exp(scores - top).sum(-1, keepdim=True)
+
+
+def _qkv_sample(fn: Callable) -> Callable[[Draw], Sample]:
+    def sample(d: Draw) -> Sample:
+        b, Tk, hd, tile = d.int(0, 2), d.int(1, 7), d.int(1, 5), d.int(1, 7)
+        causal = fn is A.flash_attention and d.flag()
+        Tq = Tk if causal else d.int(0, 7)
+        q, k, v = d.t(b, 2, Tq, hd), d.t(b, 2, Tk, hd), d.t(b, 2, Tk, hd)
+        if fn is attention.flash_attention:
+            return Sample(fn, (q, k, v), {"causal": causal, "tile_size": tile})
+        return Sample(fn, (q, k, v, tile))
+
+    return sample
+
+
+def _flash_ref(s: Sample):
+    q, k, v = (cpu(a).double() for a in s.args[:3])
+    scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
+    hidden = future(q.shape[-2], k.shape[-2]) if s.kwargs.get("causal") else None
+    lse = torch.logsumexp(
+        scores if hidden is None else scores.masked_fill(hidden, -math.inf), -1
+    )
+    return attend(q, k, v, hidden), lse
+
+
+def _weights_from_lse(d: Draw) -> Sample:
+    b, Tq, Tk, hd = d.int(0, 2), d.int(1, 5), d.int(1, 5), d.int(1, 4)
+    q, k = d.t(b, Tq, hd), d.t(b, Tk, hd)
+    lse = torch.logsumexp(q @ k.transpose(-2, -1) / math.sqrt(hd), dim=-1)
+    return Sample(attention.weights_from_lse, (q, k, lse))
+
+
+def _pad_sequences(d: Draw) -> Sample:
+    lengths = d.draw(st.lists(st.integers(1, 5), min_size=1, max_size=4))
+    width = d.pick([(), (2,)])
+    kind = d.pick(["float", "long"])
+    seqs = [d.t(n, *width) * 10 for n in lengths]
+    if kind == "long":
+        seqs = [s.long() for s in seqs]
+    return Sample(
+        attention.pad_sequences,
+        (seqs,),
+        {"side": d.pick(["left", "right"]), "value": d.int(-3, 3)},
+    )
+
+
+def _pad_sequences_ref(s: Sample):
+    seqs, side, value = s.args[0], s.kwargs["side"], s.kwargs["value"]
+    T, width = max(len(x) for x in seqs), tuple(seqs[0].shape[1:])
+    padded = torch.full((len(seqs), T, *width), value, dtype=seqs[0].dtype)
+    mask = torch.zeros(len(seqs), T, dtype=torch.long)
+    for row, x in enumerate(seqs):
+        start = 0 if side == "right" else T - len(x)
+        padded[row, start : start + len(x)] = cpu(x)
+        mask[row, start : start + len(x)] = 1
+    return padded, mask
+
+
+def _masks(fn: Callable) -> Callable[[Draw], Sample]:
+    def sample(d: Draw) -> Sample:
+        dtype = d.pick([torch.int64, torch.bool, F32])
+        return Sample(fn, (d.ids(2, d.int(0, 3), d.int(0, 6)).to(dtype),))
+
+    return sample
+
+
+def _padded_causal_ref(s: Sample) -> torch.Tensor:
+    rows = cpu(s.args[0]).tolist()
+    T = s.args[0].shape[1]
+    return torch.tensor(
+        [[[j > i or row[j] == 0 for j in range(T)] for i in range(T)] for row in rows],
+        dtype=torch.bool,
+    ).reshape(len(rows), T, T)
+
+
+def _kv_cache(d: Draw) -> Sample:
+    chunks = d.draw(st.lists(st.integers(0, 3), min_size=1, max_size=4))
+    layers = d.int(1, 3)
+    parts = [d.t(2, 3, n, 4) for n in chunks]
+
+    def fill(*parts):
+        cache = KVCache(context_length=sum(chunks) + 1, num_layers=layers)
+        for part in parts:
+            keys, values = cache.update(layers - 1, part, part * 2)
+        return keys, values, cache.num_tokens(layers - 1), cache.nbytes()
+
+    return Sample(fill, tuple(parts))
+
+
+def _kv_cache_ref(s: Sample):
+    keys = torch.cat([cpu(p) for p in s.args], dim=2)
+    return keys, keys * 2, keys.shape[2], 2 * keys.numel() * keys.element_size()
+
+
+def _cached(d: Draw) -> Sample:
+    chunks = d.draw(
+        st.lists(st.integers(0, 3), min_size=1, max_size=4).filter(
+            lambda c: sum(c) <= 6
+        )
+    )
+    if d.flag():
+        attn = d.module(
+            lambda: GroupedQueryAttention(4, 4, 6, 0.0, num_heads=4, num_kv_heads=2)
+        )
+    else:
+        attn = d.module(lambda: MultiHeadAttention(4, 4, 6, 0.0, num_heads=2))
+
+    def in_chunks(attn, x):
+        cache, outs, start = KVCache(6), [], 0
+        for n in chunks:
+            outs.append(
+                attention.cached_attention(attn, x[:, start : start + n], cache)
+            )
+            start += n
+        return torch.cat(outs, dim=1)
+
+    return Sample(in_chunks, (attn, d.t(d.int(0, 2), sum(chunks), 4)))
+
+
+def _cached_ref(s: Sample) -> torch.Tensor:
+    attn = s.args[0]
+    state = {k: cpu(v) for k, v in chapter_state(attn).items()}
+    kv = getattr(attn, "num_kv_heads", None)
+    return reference_multihead(state, cpu(s.args[1]), attn.num_heads, kv)
+
+
+def _decode(d: Draw) -> Sample:
+    P = d.int(1, 5)
+
+    def two_steps(model, ids):
+        cache = KVCache(model.context_length)
+        first = attention.decode_step(model, ids[:, :P], cache)
+        return torch.cat(
+            (first, attention.decode_step(model, ids[:, P:], cache)), dim=1
+        )
+
+    return Sample(two_steps, (tiny_model(d), d.ids(7, d.int(0, 2), P + 1)))
+
+
+def _generate(fn: Callable) -> Callable[[Draw], Sample]:
+    def sample(d: Draw) -> Sample:
+        return Sample(
+            fn, (tiny_model(d), d.ids(7, d.int(0, 2), d.int(1, 4)), d.int(1, 2))
+        )
+
+    return sample
+
+
+def _generate_ref(s: Sample):
+    model, ids, n = s.args
+    ids, logits = cpu(ids), []
+    for _ in range(n):
+        last = reference_logits(model.cpu(), ids)[:, -1]
+        logits.append(last)
+        ids = torch.cat((ids, last.argmax(-1, keepdim=True)), dim=1)
+    return ids, torch.stack(logits, dim=1)
+
+
+def _kv_cache_bytes(d: Draw) -> Sample:
+    sizes = [d.int(1, 5) for _ in range(5)]
+    return Sample(attention.kv_cache_bytes, (*sizes, d.pick([2, 4, 8])))
+
+
+def _order_blind_ref(s: Sample) -> float:
+    best = [
+        max(row[:i].count(t) for t in set(row[:i])) / i
+        for row in cpu(s.args[0]).tolist()
+        for i in range(1, s.args[0].shape[1])
+    ]
+    return sum(best) / len(best)
+
+
+def _token_accuracy(d: Draw) -> Sample:
+    ids, targets = attention.previous_token_data(
+        d.int(1, 5), d.int(2, 5), 7, seed=d.int(0, 99)
+    )
+    targets[:, 1 : 1 + d.int(0, 3)] = -100
+    targets[0, -1] = ids[0, -2]  # at least one counted position
+    return Sample(attention.token_accuracy, (tiny_model(d), ids, targets))
+
+
+def _token_accuracy_ref(s: Sample) -> float:
+    model, ids, targets = s.args
+    predicted = reference_logits(model, ids).argmax(-1)
+    counted = targets != -100
+    return ((predicted == targets) & counted).sum().item() / counted.sum().item()
+
+
+def _train(d: Draw) -> Sample:
+    model = d.module(lambda: TinyAttentionModel(4, 4, context_length=4, num_heads=2))
+    ids, targets = attention.previous_token_data(8, 4, 4, seed=d.int(0, 99))
+    steps = d.int(1, 3)
+
+    def train(model, ids, targets):
+        losses = attention.train_model(
+            model.train(),
+            ids,
+            targets,
+            steps=steps,
+            batch_size=4,
+            lr=d.pick([0.01, 0.5, 1.0]),
+        )
+        return len(losses), all(math.isfinite(v) for v in losses)
+
+    return Sample(train, (model, ids, targets), given={"steps": steps})
+
+
+def _register(d: Draw) -> Sample:
+    name = d.draw(
+        st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
+            lambda n: n not in VARIANTS
+        )
+    )
+
+    class Joined(MultiHeadAttention):
+        pass
+
+    def register_twice(name, cls):
+        try:
+            first, again = attention.register(name, cls), attention.register(name, cls)
+            return first is cls, again is cls, VARIANTS[name] is cls
+        finally:
+            VARIANTS.pop(name, None)
+            attention.variants.VARIANT_INFO.pop(name, None)
+
+    return Sample(register_twice, (name, Joined))
+
+
+def _variant_info(d: Draw) -> Sample:
+    name, bias = d.pick(sorted(VARIANTS)), d.flag()
+    info, cls = variant_info(name), VARIANTS[name]
+    x = d.t(2, d.int(1, 6), 4)
+
+    def build_and_call(info, x):
+        torch.manual_seed(7)
+        return info.build(cls, 4, 6, 6, 0.0, 3, bias).to(x.dtype).eval()(x)
+
+    def directly(x):
+        torch.manual_seed(7)
+        return cls(4, 6, 6, 0.0, 3, bias, **info.kwargs).to(x.dtype).eval()(x)
+
+    return Sample(build_and_call, (info, x), given={"directly": directly})
+
+
+def _softmax_naive(d: Draw) -> Sample:
+    return Sample(A.softmax_naive, (d.t(d.int(1, 5)),))
+
+
+def _simple(d: Draw) -> Sample:
+    return Sample(A.simple_self_attention, (d.t(d.int(1, 5), d.int(1, 5)),))
+
+
+def _causal_mask(d: Draw) -> Sample:
+    return Sample(A.causal_mask, (d.int(1, 8),), {"device": d.device})
+
+
+def _mask_with_neg_inf(d: Draw) -> Sample:
+    T = d.int(1, 5)
+    return Sample(A.mask_with_neg_inf, (d.t(2, T, T),))
+
+
+def _renormalize_ref(s: Sample) -> torch.Tensor:
+    scores = cpu(s.given["scores"])
+    return softmax_rows(scores, future(*scores.shape))
+
+
+def _copied_ref(s: Sample) -> torch.Tensor:
+    return s.args[0](cpu(s.args[2]))
+
+
+def _cross_ref(s: Sample) -> torch.Tensor:
+    return attend(*qkv(s.fn, *(cpu(a) for a in s.args)))
+
+
+def _count(d: Draw) -> Sample:
+    return Sample(A.count_parameters, (_counted(d),))
+
+
+def _breakdown(d: Draw) -> Sample:
+    return Sample(lambda m: sum(A.parameter_breakdown(m).values()), (_counted(d),))
+
+
+def _softmax_ref(s: Sample) -> torch.Tensor:
+    return softmax_rows(cpu(s.args[0]).double())
+
+
+def _key_padding_ref(s: Sample) -> torch.Tensor:
+    return cpu(s.args[0]) == 0
+
+
+def _decode_ref(s: Sample) -> torch.Tensor:
+    return reference_logits(s.args[0].cpu(), cpu(s.args[1]))
+
+
+def _repeat_kv(d: Draw) -> Sample:
+    x = d.t(d.int(0, 2), d.int(1, 5), d.int(0, 4), 3)
+    return Sample(A.repeat_kv, (x, d.int(1, 5)))
+
+
+def _repeat_kv_ref(s: Sample) -> torch.Tensor:
+    return cpu(s.args[0]).repeat_interleave(s.args[1], dim=1)
+
+
+def _tiny(d: Draw) -> Sample:
+    return Sample(tiny_model(d), (d.ids(7, d.int(0, 2), d.int(1, 6)),))
+
+
+def _tiny_ref(s: Sample) -> torch.Tensor:
+    return reference_logits(s.fn.cpu(), cpu(s.args[0]))
+
+
+def _attention_weights(d: Draw) -> Sample:
+    return Sample(A.attention_weights, (tiny_model(d, 5, 5), d.ids(5, 1, d.int(2, 5))))
+
+
+def _variant_info_ref(s: Sample) -> torch.Tensor:
+    return s.given["directly"](cpu(s.args[1]))
+
+
+EXAMPLE = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+           [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]  # fmt: skip
+MHA = built(MultiHeadAttention, **MHA_ARGS)
+MODEL = built(TinyAttentionModel, vocab_size=4, d_model=4, context_length=4,
+              num_heads=2)  # fmt: skip
+IDS = torch.tensor([[1, 2, 3, 0]])
+Q = z(1, 2, 3)  # (b, T, hd): queries, keys or values
+LSE = z(1, 2)
+CLASS = "type|class"
+
+
+def _with_attn(attn: nn.Module) -> TinyAttentionModel:
+    model = MODEL()
+    model.attn = attn
+    return model
+
+
+def _train_with(**overrides) -> Callable[[], object]:
+    def call():
+        ids, targets = A.previous_token_data(4, 4, 4)
+        kwargs = {"steps": 1, "batch_size": 2, "lr": 0.5, **overrides}
+        return A.train_model(MODEL(), ids, targets, **kwargs)
+
+    return call
+
+
+def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
+    """A model, token ids and a length that do not fit, for each generator."""
+    if name == "decode_step":
+        run = lambda model, ids, n: A.decode_step(model, ids, KVCache(6))  # noqa: E731
+    else:
+        run = getattr(A, name)
+    model = lambda: TinyAttentionModel(7, 4, 6, num_heads=2)  # noqa: E731
+    ids, ids_ = torch.tensor([[1, 2]]), "token_ids|token ids"
+    errors = (
+        bad("model-mha", lambda: run(MHA(), ids, 2), "model; MultiHeadAttention", TYPE),
+        bad("model-class", lambda: run(TinyAttentionModel, ids, 2),
+            f"model; {CLASS}", TYPE),
+        bad("swapped", lambda: run(ids, model(), 2), "model; Tensor", TYPE),
+        bad("ids-float", lambda: run(model(), ids.float(), 2), f"{ids_}; float32"),
+        bad("ids-rank", lambda: run(model(), ids[0], 2), f"{ids_}; (b, T)|2; (2,)|1"),
+        bad("ids-vocab", lambda: run(model(), ids + 7, 2), f"{ids_}; 7"),
+        bad("too-long", lambda: run(model(), z(1, 7).long(), 2),
+            "context_length; 6; 7"),
+        bad("ids-meta", lambda: run(model(), ids.to("meta"), 2), f"{ids_}; meta"),
+    )  # fmt: skip
+    if name != "decode_step":
+        errors += (bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),)
+    return errors
+
+
+def _previous_token_facts(vocab: int, ids: torch.Tensor, targets: torch.Tensor):
+    """What ``previous_token_data`` promises: ids in the vocabulary, targets the
+    previous token, nothing to predict at position 0."""
+    return (
+        bool(((ids >= 0) & (ids < vocab)).all()),
+        bool((targets[:, 0] == -100).all()),
+        torch.equal(targets[:, 1:], ids[:, :-1]),
+    )
+
+
+def _previous_token_data(d: Draw) -> Sample:
+    def facts(n, T, vocab, seed):
+        ids, targets = A.previous_token_data(n, T, vocab, seed=seed)
+        return _previous_token_facts(vocab, ids, targets)
+
+    return Sample(facts, (d.int(1, 5), d.int(2, 6), d.int(2, 9), d.int(0, 2**16)))
+
+
+def _order_blind(d: Draw) -> Sample:
+    vocab = d.int(2, 5)
+    ids, _ = A.previous_token_data(d.int(1, 5), d.int(2, 6), vocab, seed=d.int(0, 99))
+    return Sample(A.order_blind_accuracy, (ids, vocab))
+
+
+def _attention_weights_ref(s: Sample) -> torch.Tensor:
+    model, ids = s.args[0].cpu(), cpu(s.args[1])
+    x = model.tok_emb.weight.detach()[ids]
+    x = x + model.pos_emb.weight.detach()[: ids.shape[1]]
+    return reference_multihead(chapter_state(model.attn), x, 2, weights_only=True)
+
+
+def _lse_weights_ref(s: Sample) -> torch.Tensor:
+    q, k = (cpu(a).double() for a in s.args[:2])
+    return softmax_rows(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]))
+
+
+def _mass(d: Draw) -> Sample:
+    T = d.int(2, 5)
+    weights = d.t(d.int(1, 3), d.int(1, 3), T, T).softmax(-1)
+    return Sample(A.previous_token_mass, (weights,))
+
+
+def _mass_ref(s: Sample) -> torch.Tensor:
+    w = cpu(s.args[0])
+    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, -1))
+
+
+KV_SIZES = ["batch", "tokens", "layers", "kv_heads", "head_dim", "bytes_per_element"]
+
+
+def _kv_sizes(**bad_one) -> int:
+    return A.kv_cache_bytes(**{**dict.fromkeys(KV_SIZES, 1), **bad_one})
+
+
+PAD = "attention_mask"
+
+
+def PADDED(mask: object) -> torch.Tensor:
+    return PaddedMultiHeadAttention(3, 4, 6, 0.0, 2)(z(2, 3, 3), mask)
+
+
+V1, V2 = SelfAttention_v1(3, 2), SelfAttention_v2(3, 2)
+COPY_V2 = A.copy_weights_v2_to_v1
+CACHED = A.cached_attention
+TILES = A.attention_over_key_tiles
+SDPA = SDPAMultiHeadAttention(4, 4, 6, 0.0, 2)
+LOAD = A.contract.load_mha_state_dict
+CAUSAL = built(CausalAttention, d_in=4, d_out=2, context_length=6, dropout=0.0)
+MHA_CLASS = MultiHeadAttention
+GQA = built(GroupedQueryAttention, **MHA_ARGS, num_kv_heads=1)
+IDS_ = "token_ids|token ids"
+CPU_ONLY = ("cpu",)
+
+# fmt: off
+PUBLIC: list[OpInfo] = [
+    OpInfo("dot_scores", _dot_scores, _dot_scores_ref, (
+        *not_tensors(lambda x: A.dot_scores(x, z(2, 3)), "query"),
+        bad("query-float64", lambda: A.dot_scores(z(3).double(), z(2, 3)),
+            "query; float64; float32"),
+        bad("query-meta", lambda: A.dot_scores(z(3, device="meta"), z(2, 3)),
+            "query; meta; cpu"),
+        bad("query-int", lambda: A.dot_scores(z(3).long(), z(2, 3)), f"query; {FLOAT}"),
+        bad("width", lambda: A.dot_scores(z(4), z(2, 3)), "query; 4; 3"),
+    )),
+    OpInfo("softmax_naive", _softmax_naive, lambda s: softmax_rows(cpu(s.args[0])), (
+        *not_tensors(A.softmax_naive, "x"),
+        bad("x-int", lambda: A.softmax_naive(z(3).long()), f"x; {FLOAT}; int64"),
+        bad("dim-1", lambda: A.softmax_naive(z(3), dim=1), "dim; 1"),
+        bad("dim-None", lambda: A.softmax_naive(z(3), dim=None), "dim; None", TYPE),
+    )),
+    OpInfo("weighted_sum", _weighted_sum, _weighted_sum_ref, (
+        *not_tensors(lambda w: A.weighted_sum(w, z(2, 3)), "attn_weights"),
+        bad("float64", lambda: A.weighted_sum(z(2).double(), z(2, 3)),
+            "attn_weights; float64; float32"),
+        bad("int", lambda: A.weighted_sum(z(2).long(), z(2, 3)),
+            f"attn_weights; {FLOAT}"),
+        bad("lengths", lambda: A.weighted_sum(z(3), z(2, 3)), "attn_weights; 3; 2"),
+    )),
+    OpInfo("simple_self_attention", _simple, _simple_ref, (
+        *not_tensors(A.simple_self_attention, "inputs"),
+        bad("int", lambda: A.simple_self_attention(z(3, 3).long()),
+            f"inputs; {FLOAT}; int64"),
+        bad("rank", lambda: A.simple_self_attention(z(3)), "inputs; 2; (3,)|1"),
+    )),
+    OpInfo("causal_mask", _causal_mask, lambda s: future(s.args[0], s.args[0]), (
+        *bad_values(A.causal_mask, "num_tokens"),
+        bad("device-str", lambda: A.causal_mask(3, device="nowhere"),
+            "device; nowhere"),
+    ), dtypes=(F32,)),
+    OpInfo("mask_with_neg_inf", _mask_with_neg_inf, _mask_ref, (
+        *not_tensors(A.mask_with_neg_inf, "attn_scores"),
+        bad("int", lambda: A.mask_with_neg_inf(z(3, 3).long()),
+            f"attn_scores; {FLOAT}; int64"),
+    )),
+    OpInfo("renormalize_masked", _renormalize, _renormalize_ref, (
+        *not_tensors(A.renormalize_masked, "attn_weights"),
+        bad("int", lambda: A.renormalize_masked(z(3, 3).long()),
+            f"attn_weights; {FLOAT}; int64"),
+        bad("not-square", lambda: A.renormalize_masked(z(3, 2)),
+            "attn_weights; (3, 2)|3"),
+    )),
+    OpInfo("SelfAttention_v1", _v1, _v1_ref, (
+        *module_inputs(built(SelfAttention_v1, d_in=4, d_out=2), lead=()),
+        *bad_values(lambda v: SelfAttention_v1(4, v), "d_out"),
+    )),
+    OpInfo("SelfAttention_v2", _v2, lambda s: attend(*qkv(s.fn, cpu(s.args[0]))), (
+        *module_inputs(built(SelfAttention_v2, d_in=4, d_out=2), lead=()),
+        *bad_values(lambda v: SelfAttention_v2(4, v), "d_out"),
+        bad("qkv_bias-None", lambda: SelfAttention_v2(4, 2, qkv_bias=None),
+            "qkv_bias; None", TYPE),
+    )),
+    OpInfo("copy_weights_v2_to_v1", _copy_v2_to_v1, _copied_ref, (
+        bad("swapped", lambda: COPY_V2(V1, V2), "swapped; SelfAttention_v1"),
+        bad("sizes", lambda: COPY_V2(V2, SelfAttention_v1(3, 4)), "d_out|shape; 2; 4"),
+        bad("bias", lambda: COPY_V2(SelfAttention_v2(3, 2, qkv_bias=True), V1),
+            "qkv_bias|bias"),
+        bad("class", lambda: COPY_V2(SelfAttention_v2, V1), f"sa_v2; {CLASS}", TYPE),
+    ), devices=CPU_ONLY),
+    OpInfo("CausalAttention", _causal, _causal_ref, batch_inputs(CAUSAL, heads=0)),
+    OpInfo("MultiHeadAttentionWrapper", _wrapper, _wrapper_ref, batch_inputs(
+        built(MultiHeadAttentionWrapper, **{**MHA_ARGS, "d_out": 2}), heads=1)),
+    OpInfo("CrossAttention", _cross, _cross_ref, (
+        *not_tensors(lambda x: CrossAttention(4, 2)(x, z(1, 3, 4)), "x"),
+        *not_tensors(lambda c: CrossAttention(4, 2)(z(1, 3, 4), c), "context"),
+        bad("width", lambda: CrossAttention(4, 2, d_context=5)(z(1, 3, 4), z(1, 2, 4)),
+            "context; 5; 4"),
+        bad("batches", lambda: CrossAttention(4, 2)(z(2, 3, 4), z(3, 2, 4)),
+            "context|x; 2; 3"),
+        bad("float64", lambda: CrossAttention(4, 2)(z(1, 3, 4), z(1, 2, 4).double()),
+            "context; float64"),
+        *bad_values(lambda v: CrossAttention(v, 2), "d_in"),
+        *bad_values(lambda v: CrossAttention(4, 2, d_context=v), "d_context")[:2],
+        bad("qkv_bias-2", lambda: CrossAttention(4, 2, qkv_bias=2),
+            "qkv_bias; 2", TYPE),
+    )),
+    OpInfo("GroupedQueryAttention", _gqa, _gqa_ref, (
+        *batch_inputs(GQA),
+        *bad_values(lambda v: GQA(num_kv_heads=v), "num_kv_heads"),
+        bad("kv-split", lambda: GroupedQueryAttention(4, 8, 6, 0.0, 4, 3),
+            "num_kv_heads; num_heads; 3; 4"),
+    )),
+    OpInfo("PaddedMultiHeadAttention", _padded, _padded_ref, (
+        bad("mask-shape", lambda: PADDED(torch.ones(2, 4)),
+            f"{PAD}; (2, 3)|3; (2, 4)|4"),
+        bad("mask-rank", lambda: PADDED(torch.ones(2, 3, 1)), f"{PAD}; 2; 3"),
+        bad("mask-values", lambda: PADDED(torch.full((2, 3), 2)),
+            f"{PAD}; 0|zeros; 1|ones"),
+        bad("mask-nan", lambda: PADDED(torch.full((2, 3), math.nan)),
+            f"{PAD}; 0|zeros; nan"),
+        bad("mask-meta", lambda: PADDED(torch.ones(2, 3, device="meta")),
+            f"{PAD}; meta; cpu"),
+        bad("mask-list", lambda: PADDED([[1, 1, 1]] * 2), f"{PAD}; list", TYPE),
+    )),
+    OpInfo("count_parameters", _count, _trainable, (
+        *not_tensors(A.count_parameters, "module"),
+        bad("class", lambda: A.count_parameters(MultiHeadAttention),
+            f"module; {CLASS}", TYPE),
+        bad("state", lambda: A.count_parameters({"W_query.weight": z(1)}),
+            "module; dict", TYPE),
+    ), dtypes=(F32,)),
+    OpInfo("parameter_breakdown", _breakdown, _trainable, (
+        *not_tensors(A.parameter_breakdown, "module"),
+        bad("class", lambda: A.parameter_breakdown(MultiHeadAttention),
+            f"module; {CLASS}", TYPE),
+    ), dtypes=(F32,)),
+    OpInfo("copy_weights", _copy_weights, lambda s: s.args[0](cpu(s.args[2])), (
+        *not_tensors(lambda src: A.copy_weights(src, MHA()), "src"),
+        *not_tensors(lambda dst: A.copy_weights(MHA(), dst), "dst"),
+        bad("src-class", lambda: A.copy_weights(MultiHeadAttention, MHA()),
+            f"src; {CLASS}", TYPE),
+        bad("dst-linear", lambda: A.copy_weights(MHA(), nn.Linear(2, 2)),
+            "dst; Linear"),
+        bad("dst-size", lambda: A.copy_weights(MHA(), MHA(d_out=8)),
+            "dst; d_out; 4; 8"),
+        bad("src-meta", lambda: A.copy_weights(MHA().to("meta"), MHA()), "meta; cpu"),
+        bad("state-list", lambda: LOAD(MHA(), [1]), "state; list", TYPE),
+        bad("state-values", lambda: LOAD(MHA(), {"a": 1}), "state; tensors|Tensor"),
+    ), devices=CPU_ONLY),
+    OpInfo("softmax_three_pass", _rows(A.softmax_three_pass), _softmax_ref, (
+        *not_tensors(A.softmax_three_pass, "attn_scores"),
+        bad("int", lambda: A.softmax_three_pass(z(2, 3).long()),
+            f"attn_scores; {FLOAT}"),
+        bad("scalar", lambda: A.softmax_three_pass(torch.tensor(1.0)),
+            "attn_scores; ()|0"),
+        bad("no-columns", lambda: A.softmax_three_pass(z(3, 0)),
+            "attn_scores; 0|empty"),
+    )),
+    OpInfo("online_softmax", _rows(A.online_softmax, True), _softmax_ref, (
+        *not_tensors(lambda s: A.online_softmax(s, 2), "attn_scores"),
+        bad("int", lambda: A.online_softmax(z(2, 3).long(), 2),
+            f"attn_scores; {FLOAT}"),
+        *bad_values(lambda v: A.online_softmax(z(2, 3), v), "tile_size"),
+    )),
+    OpInfo("online_softmax_stats", _rows(A.online_softmax_stats, True), _stats_ref, (
+        *not_tensors(lambda s: A.online_softmax_stats(s, 2), "attn_scores"),
+        *bad_values(lambda v: A.online_softmax_stats(z(2, 3), v), "tile_size"),
+    )),
+    OpInfo("attention_over_key_tiles", _qkv_sample(TILES), _flash_ref, (
+        *not_tensors(lambda q: TILES(q, Q, Q, 2), "queries"),
+        *not_tensors(lambda k: TILES(Q, k, Q, 2), "keys"),
+        *not_tensors(lambda v: TILES(Q, Q, v, 2), "values"),
+        bad("keys-float64", lambda: TILES(Q, Q.double(), Q, 2),
+            "keys; float64; float32"),
+        bad("keys-meta", lambda: TILES(Q, Q.to("meta"), Q, 2), "keys; meta; cpu"),
+        bad("keys-int", lambda: TILES(Q, Q.long(), Q, 2), f"keys; {FLOAT}"),
+        bad("head_dim", lambda: TILES(Q, z(1, 2, 4), Q, 2), "head_dim; 3; 4"),
+        bad("batch", lambda: TILES(Q, z(2, 2, 3), z(2, 2, 3), 2),
+            "keys; leading|batch"),
+        bad("rank", lambda: TILES(Q, z(3), z(3), 2), "keys; 2"),
+        bad("no-keys", lambda: TILES(Q, z(1, 0, 3), z(1, 0, 3), 2), "keys; one|1"),
+        *bad_values(lambda v: TILES(Q, Q, Q, v), "tile_size"),
+    )),
+    OpInfo("flash_attention", _qkv_sample(A.flash_attention), _flash_ref, (
+        *not_tensors(lambda q: A.flash_attention(q, Q, Q), "queries"),
+        *not_tensors(lambda v: A.flash_attention(Q, Q, v), "values"),
+        bad("keys-float64", lambda: A.flash_attention(Q, Q.double(), Q),
+            "keys; float64; float32"),
+        bad("head_dim", lambda: A.flash_attention(Q, z(1, 2, 4), Q), "head_dim; 3; 4"),
+        bad("causal-short", lambda: A.flash_attention(Q[:, :1], Q, Q, causal=True),
+            "causal; 1; 2"),
+        bad("causal-None", lambda: A.flash_attention(Q, Q, Q, causal=None),
+            "causal; None", TYPE),
+        *bad_values(lambda v: A.flash_attention(Q, Q, Q, tile_size=v), "tile_size"),
+        *bad_values(lambda p: A.flash_attention(Q, Q, Q, dropout_p=p), "dropout_p",
+                    PROBABILITIES),
+    )),
+    OpInfo("weights_from_lse", _weights_from_lse, _lse_weights_ref, (
+        *not_tensors(lambda q: A.weights_from_lse(q, Q, LSE), "queries"),
+        *not_tensors(lambda lse: A.weights_from_lse(Q, Q, lse), "lse"),
+        bad("lse-shape", lambda: A.weights_from_lse(Q, Q, z(1, 3)),
+            "lse; (1, 2)|2; (1, 3)|3"),
+        bad("lse-float64", lambda: A.weights_from_lse(Q, Q, LSE.double()),
+            "lse; float64"),
+        bad("lse-meta", lambda: A.weights_from_lse(Q, Q, LSE.to("meta")), "lse; meta"),
+        bad("lse-int", lambda: A.weights_from_lse(Q, Q, LSE.long()),
+            f"lse; {FLOAT}|int64"),
+        bad("head_dim", lambda: A.weights_from_lse(Q, z(1, 2, 4), LSE),
+            "head_dim; 3; 4"),
+    )),
+    OpInfo("pad_sequences", _pad_sequences, _pad_sequences_ref, (
+        bad("side", lambda: A.pad_sequences([z(2)], side="middle"), "side; middle"),
+        bad("side-None", lambda: A.pad_sequences([z(2)], side=None),
+            "side; None", TYPE),
+        bad("empty", lambda: A.pad_sequences([]), "sequences; empty|one|0"),
+        bad("tensor", lambda: A.pad_sequences(z(2, 3)), "sequences; Tensor", TYPE),
+        bad("None", lambda: A.pad_sequences([z(2), None]),
+            "sequences[1]|sequences; None|NoneType", TYPE),
+        bad("rank0", lambda: A.pad_sequences([torch.tensor(1.0)]),
+            "sequences; 0|dimension"),
+        bad("widths", lambda: A.pad_sequences([z(2, 3), z(2, 4)]), "3; 4"),
+        bad("device", lambda: A.pad_sequences([z(2), z(2, device="meta")]),
+            "meta; cpu"),
+        bad("value", lambda: A.pad_sequences([z(2).long()], value=0.5), "value; 0.5"),
+    )),
+    OpInfo("key_padding_mask", _masks(A.key_padding_mask), _key_padding_ref, (
+        *not_tensors(A.key_padding_mask, PAD),
+        bad("rank", lambda: A.key_padding_mask(torch.ones(3)), f"{PAD}; 2; 1"),
+        bad("values", lambda: A.key_padding_mask(torch.tensor([[1, 2]])),
+            f"{PAD}; 0|zeros; 2"),
+        bad("negative", lambda: A.key_padding_mask(-torch.ones(1, 2)),
+            f"{PAD}; 0|zeros"),
+    ), dtypes=(F32,)),
+    OpInfo("padded_causal_mask", _masks(A.padded_causal_mask), _padded_causal_ref, (
+        *not_tensors(A.padded_causal_mask, PAD),
+        bad("rank", lambda: A.padded_causal_mask(torch.ones(1, 2, 2)), f"{PAD}; 2; 3"),
+    ), dtypes=(F32,)),
+    OpInfo("KVCache", _kv_cache, _kv_cache_ref, (
+        *bad_values(KVCache, "context_length"),
+        *bad_values(lambda v: KVCache(4, num_layers=v), "num_layers")[:3],
+        *not_tensors(lambda k: KVCache(4).update(0, k, k), "keys"),
+        bad("layer", lambda: KVCache(4).update(1, z(1, 2, 1, 5), z(1, 2, 1, 5)),
+            "layer; 1"),
+        bad("overflow", lambda: KVCache(2).update(0, z(1, 2, 3, 5), z(1, 2, 3, 5)),
+            "context_length; 2; 3"),
+        bad("keys-rank", lambda: KVCache(4).update(0, z(2, 1, 5), z(2, 1, 5)),
+            "keys; 4-dimensional|4; (2, 1, 5)"),
+        bad("keys-int", lambda: KVCache(4).update(0, *[z(1, 2, 1, 5).long()] * 2),
+            f"keys; {FLOAT}"),
+        bad("values-shape", lambda: KVCache(4).update(0, z(1, 2, 1, 5), z(1, 2, 1, 4)),
+            "values; 5; 4"),
+    )),
+    OpInfo("cached_attention", _cached, _cached_ref, (
+        bad("attn-sdpa", lambda: CACHED(SDPA, z(1, 2, 4), KVCache(6)),
+            "attn; SDPAMultiHeadAttention"),
+        bad("attn-class", lambda: CACHED(MultiHeadAttention, z(1, 2, 4), KVCache(6)),
+            f"attn; {CLASS}", TYPE),
+        bad("swapped", lambda: CACHED(z(1, 2, 4), MHA(), KVCache(6)),
+            "attn; Tensor", TYPE),
+        bad("cache-dict", lambda: CACHED(MHA(), z(1, 2, 4), {}), "cache; dict", TYPE),
+        bad("x-int", lambda: CACHED(MHA(), z(1, 2, 4).long(), KVCache(6)),
+            f"x; {FLOAT}; int64"),
+        bad("x-float64", lambda: CACHED(MHA(), z(1, 2, 4).double(), KVCache(6)),
+            "x; float64"),
+        bad("x-meta", lambda: CACHED(MHA(), z(1, 2, 4, device="meta"), KVCache(6)),
+            "x; meta"),
+        bad("x-width", lambda: CACHED(MHA(), z(1, 2, 5), KVCache(6)), "d_in; 4; 5"),
+        bad("too-long", lambda: CACHED(MHA(), z(1, 7, 4), KVCache(8)),
+            "context_length; 6; 7"),
+    )),
+    OpInfo("decode_step", _decode, _decode_ref, _generation_errors("decode_step")),
+    OpInfo("generate_greedy", _generate(A.generate_greedy), _generate_ref,
+           _generation_errors("generate_greedy")),
+    OpInfo("generate_greedy_cached", _generate(A.generate_greedy_cached), _generate_ref,
+           _generation_errors("generate_greedy_cached")),
+    OpInfo("repeat_kv", _repeat_kv, _repeat_kv_ref, (
+        *not_tensors(lambda x: A.repeat_kv(x, 2), "x"),
+        bad("x-rank", lambda: A.repeat_kv(z(2, 3, 4), 2), "x; 4; 3"),
+        *bad_values(lambda v: A.repeat_kv(z(1, 2, 3, 4), v), "repeats"),
+    )),
+    OpInfo("kv_cache_bytes", _kv_cache_bytes, lambda s: 2 * math.prod(s.args), tuple(
+        e for name in KV_SIZES
+        for e in bad_values(lambda v, name=name: _kv_sizes(**{name: v}), name)[:2]
+    ), dtypes=(F32,), devices=CPU_ONLY),
+    OpInfo("TinyAttentionModel", _tiny, _tiny_ref, (
+        *(e for name in ["vocab_size", "d_model", "context_length", "num_heads"]
+          for e in bad_values(lambda v, name=name: MODEL(**{name: v}), name)[:3]),
+        bad("ids-float", lambda: MODEL()(z(1, 3)), f"{IDS_}; float32"),
+        bad("ids-vocab", lambda: MODEL()(torch.full((1, 3), 4)), f"{IDS_}; 4"),
+        bad("too-long", lambda: MODEL()(z(1, 5).long()), "context_length; 4; 5"),
+        bad("ids-rank", lambda: MODEL()(z(3).long()), f"{IDS_}; 2; 1"),
+        bad("ids-meta", lambda: MODEL()(z(1, 3, device="meta").long()),
+            f"{IDS_}; meta"),
+    )),
+    OpInfo("attention_weights", _attention_weights, _attention_weights_ref, (
+        bad("model-sdpa", lambda: A.attention_weights(_with_attn(SDPA), IDS[:, :2]),
+            "model.attn; MultiHeadAttention"),
+        bad("model-class", lambda: A.attention_weights(TinyAttentionModel, IDS),
+            f"model; {CLASS}", TYPE),
+        bad("ids-float", lambda: A.attention_weights(MODEL(), IDS.float()),
+            f"{IDS_}; float32"),
+    )),
+    OpInfo("previous_token_mass", _mass, _mass_ref, (
+        *not_tensors(A.previous_token_mass, "attn_weights"),
+        bad("int", lambda: A.previous_token_mass(z(1, 1, 3, 3).long()),
+            f"attn_weights; {FLOAT}"),
+        bad("rank", lambda: A.previous_token_mass(z(2, 3)),
+            "attn_weights; (b, h, T, T)|4; (2, 3)"),
+        bad("one-token", lambda: A.previous_token_mass(z(1, 1, 1, 1)),
+            "attn_weights; 2; 1"),
+    )),
+    OpInfo("previous_token_data", _previous_token_data, lambda s: (True, True, True), (
+        bad("seed-None", lambda: A.previous_token_data(2, 3, 4, seed=None),
+            "seed; None", TYPE),
+        bad("seed-float", lambda: A.previous_token_data(2, 3, 4, seed=1.5),
+            "seed; 1.5", TYPE),
+        *bad_values(lambda v: A.previous_token_data(v, 3, 4), "num_sequences")[:2],
+        *bad_values(lambda v: A.previous_token_data(2, 3, v), "vocab_size")[:2],
+    ), devices=CPU_ONLY),
+    OpInfo("order_blind_accuracy", _order_blind, _order_blind_ref, (
+        bad("ids-float", lambda: A.order_blind_accuracy(IDS.float(), 4),
+            f"{IDS_}; float32"),
+        bad("ids-vocab", lambda: A.order_blind_accuracy(IDS + 4, 4), f"{IDS_}; 4"),
+        bad("ids-None", lambda: A.order_blind_accuracy(None, 4),
+            "token_ids; None|NoneType", TYPE),
+        bad("ids-meta", lambda: A.order_blind_accuracy(IDS.to("meta"), 4),
+            f"{IDS_}; meta"),
+        bad("vocab_size-0", lambda: A.order_blind_accuracy(IDS, 0), "vocab_size; 0"),
+    ), devices=CPU_ONLY),
+    OpInfo("token_accuracy", _token_accuracy, _token_accuracy_ref, (
+        bad("targets-float", lambda: A.token_accuracy(MODEL(), IDS, IDS.float()),
+            "targets; float32"),
+        bad("targets-shape", lambda: A.token_accuracy(MODEL(), IDS, IDS[:, :3]),
+            "targets; (1, 4)|4; (1, 3)|3"),
+        bad("targets-vocab", lambda: A.token_accuracy(MODEL(), IDS, IDS + 4),
+            "targets; 4"),
+        bad("all-ignored", lambda: A.token_accuracy(MODEL(), IDS, IDS * 0 - 100),
+            "targets; -100"),
+        bad("empty", lambda: A.token_accuracy(MODEL(), IDS[:0], IDS[:0]),
+            "token_ids|targets; 0|empty"),
+        bad("meta", lambda: A.token_accuracy(MODEL().to("meta"), *[IDS.to("meta")] * 2),
+            "meta"),
+        bad("model-class", lambda: A.token_accuracy(TinyAttentionModel, IDS, IDS),
+            f"model; {CLASS}", TYPE),
+    ), devices=CPU_ONLY),
+    OpInfo("train_model", _train, lambda s: (s.given["steps"], True), (
+        *(bad(f"lr-{v!r}", _train_with(lr=v), f"lr; {v}", k) for v, k in [
+            (0.0, ValueError), (-1.0, ValueError), (math.inf, ValueError),
+            (math.nan, ValueError), (True, TYPE), ("0.1", TYPE)]),
+        bad("steps-0", _train_with(steps=0), "steps; 0"),
+        bad("batch_size-0", _train_with(batch_size=0), "batch_size; 0"),
+        bad("targets-vocab", lambda: A.train_model(MODEL(), IDS, IDS + 4, steps=1,
+                                                   batch_size=1),
+            "targets; [0, 4)|4"),
+    ), dtypes=(F32,), devices=CPU_ONLY),
+    OpInfo("example_inputs", lambda d: Sample(A.example_inputs),
+           lambda s: torch.tensor(EXAMPLE), (), dtypes=(F32,), devices=CPU_ONLY),
+    OpInfo("register", _register, lambda s: (True, True, True), (
+        bad("name-empty", lambda: A.register("", MultiHeadAttention), "name; ''"),
+        bad("name-words", lambda: A.register("two words", MultiHeadAttention),
+            "name; two words"),
+        bad("name-int", lambda: A.register(3, MultiHeadAttention), "name; 3", TYPE),
+        bad("taken", lambda: A.register("mha", SDPAMultiHeadAttention),
+            "mha; MultiHeadAttention; SDPAMultiHeadAttention"),
+        bad("cls-instance", lambda: A.register("mine", nn.Linear(2, 2)),
+            "cls; Linear", TYPE),
+        bad("cls-str", lambda: A.register("mine", "MultiHeadAttention"),
+            "cls; MultiHeadAttention", TYPE),
+        bad("info", lambda: A.register("mine", MultiHeadAttention, {}),
+            "info; dict", TYPE),
+    ), dtypes=(F32,), devices=CPU_ONLY),
+    OpInfo("VariantInfo", _variant_info, _variant_info_ref, (
+        bad("indivisible", lambda: VariantInfo().build(MHA_CLASS, 4, 6, 8, 0.0, 4),
+            "d_out; num_heads"),
+    ), devices=CPU_ONLY),
+]
+
+#: The four corners a fuzz of the API found (issue 26), each a ValueError.
+CORNERS: dict[str, ErrorInput] = {
+    "causal_mask": bad("cuda-without-cuda", lambda: A.causal_mask(3, device="cuda"),
+        "device; cuda"),
+    "copy_weights_v2_to_v1": bad("from-meta", lambda: COPY_V2(V2.to("meta"), V1),
+        "sa_v2; meta"),
+    "order_blind_accuracy": bad("none", lambda: A.order_blind_accuracy(IDS[:0], 4),
+        f"{IDS_}; 0"),
+    "previous_token_mass": bad("oblong", lambda: A.previous_token_mass(z(1, 1, 3, 4)),
+        "attn_weights; 3; 4"),
+}
+# fmt: on
+
+
+# --- the records of the registry entries ------------------------------------------
+
+
+#: Built as (4, 6, 8, 0.0, 3): d_in = 4, context_length = 8. What the message
+#: must name; a list may get torch's TypeError.
+BAD_INPUTS = {
+    "one-sequence": (torch.rand(6, 4), "3; 2|(6, 4)", ValueError),
+    "four-dims": (torch.rand(1, 2, 6, 4), "3; 4|(1, 2, 6, 4)", ValueError),
+    "width": (torch.rand(2, 6, 5), "d_in|features; 4; 5", ValueError),
+    "too-long": (torch.rand(2, 9, 4), "context_length|context; 8; 9", ValueError),
+    "list": ([[[0.0] * 4]], "list", TYPE),
+    "token-ids": (z(2, 6, 4).long(), f"{FLOAT}; int64|long", ValueError),
+    "float64-into-float32": (
+        torch.rand(2, 6, 4, dtype=F64),
+        "float64; float32",
+        ValueError,
+    ),
+}
+BAD_ARGUMENTS = {
+    "indivisible": ((4, 6, 8, 0.0, 4), "d_out; num_heads; 6; 4"),
+    "no-heads": ((4, 6, 8, 0.0, 0), "num_heads; 0"),
+    "dropout-1": ((4, 6, 8, 1.0, 3), "dropout; 1.0|1"),
+    "d_in-0": ((0, 6, 8, 0.0, 3), "d_in; 0"),
+    "d_out-0": ((4, 0, 8, 0.0, 3), "d_out; 0"),
+    "context-0": ((4, 6, 0, 0.0, 3), "context_length; 0"),
+}
+
+
+def _registry_errors(name: str) -> tuple[ErrorInput, ...]:
+    info, cls = variant_info(name), VARIANTS[name]
+    make = lambda *args: info.build(cls, *args)  # noqa: E731
+    inputs = tuple(
+        bad(id, lambda x=x: make(4, 6, 8, 0.0, 3)(x), names, kind)
+        for id, (x, names, kind) in BAD_INPUTS.items()
+    )
+    arguments = tuple(
+        bad(id, lambda args=args: make(*args), names)
+        for id, (args, names) in BAD_ARGUMENTS.items()
+    )
+    into_float64 = lambda: make(4, 6, 8, 0.0, 3).double()(torch.rand(2, 6, 4))  # noqa: E731
+    mixed = bad("float32-into-float64", into_float64, "float32; float64")
+    return (*inputs, mixed, *arguments)
+
+
+def registry_record(name: str) -> OpInfo:
+    """The record of ``VARIANTS[name]``, everything read from its VariantInfo."""
+    info, cls = variant_info(name), VARIANTS[name]
+
+    def sample(d: Draw) -> Sample:
+        heads, bias, d_in = d.pick([1, 2, 4]), d.flag(), d.pick([4, 6])
+        module = d.module(lambda: info.build(cls, d_in, 4, 6, 0.0, heads, bias))
+        return Sample(
+            module, (d.t(d.int(1, 2), d.int(1, 6), d_in),), given={"heads": heads}
+        )
+
+    def reference(s: Sample) -> torch.Tensor:
+        state = {k: cpu(v) for k, v in mha_state_dict(s.fn).items()}
+        return reference_multihead(state, cpu(s.args[0]), s.given["heads"])
+
+    devices = tuple(d for d in info.devices if d != "cuda" or torch.cuda.is_available())
+    return OpInfo(
+        name, sample, reference, _registry_errors(name), tuple(info.dtypes), devices,
+        dict(info.tolerances),
+    )  # fmt: skip
+
+
+def causal_builders() -> dict[str, Callable[..., nn.Module]]:
+    """Every causal module by its key, built from the chapter's arguments
+    ``(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)``:
+    the registry (by its VariantInfo) and the classes outside it."""
+    builders = {name: partial(build, name) for name in VARIANTS}
+    return builders | {
+        "CausalAttention": lambda d_in, d_out, ctx, p, h, bias=False: CausalAttention(
+            d_in, d_out, ctx, p, bias
+        ),
+        "MultiHeadAttentionWrapper": lambda d_in, d_out, ctx, p, h, bias=False: (
+            MultiHeadAttentionWrapper(d_in, d_out // h, ctx, p, h, bias)
+        ),
+        "GroupedQueryAttention": lambda d_in, d_out, ctx, p, h, bias=False: (
+            GroupedQueryAttention(d_in, d_out, ctx, p, h, 1, bias)
+        ),
+    }
+
+
+def records() -> dict[str, OpInfo]:
+    """Every record by its key: the public callables, then the registry."""
+    table = {op.name: op for op in PUBLIC}
+    table |= {name: registry_record(name) for name in VARIANTS}
+    return table
+
+
+def covered_by(name: str) -> str | None:
+    """The key of the record that covers the public callable ``name``."""
+    if name in {op.name for op in PUBLIC}:
+        return name
+    obj = getattr(attention, name)
+    return next((key for key, cls in VARIANTS.items() if cls is obj), None)
