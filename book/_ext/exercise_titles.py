@@ -29,7 +29,7 @@ beside it before Sphinx's ``Locale`` transform, and
 from __future__ import annotations
 
 from docutils import nodes
-from i18n_code import add_hidden_node, hidden_message
+from i18n_messages import add_hidden_node, hidden_message
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.nodes import exercise_node, exercise_subtitle

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from docutils import nodes
+from i18n_messages import add_hidden_node, hidden_message
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
@@ -191,63 +192,8 @@ def same_code(old: str, new: str) -> bool:
         return False
 
 
-# -- Doctree side ----------------------------------------------------------------
-
-
-class hidden_message(nodes.Element, addnodes.translatable):
-    """A message Sphinx translates but no builder writes out.
-
-    ``message`` is the English text; after Sphinx's ``Locale`` transform,
-    ``translation`` holds the catalog's text, for a later transform to put
-    where Sphinx would not have translated it (register with
-    :func:`add_hidden_node`).
-    """
-
-    def preserve_original_messages(self) -> None:
-        self.setdefault("original_message", self["message"])
-
-    def apply_translated_message(self, original: str, translated: str) -> None:
-        self["translation"] = translated
-
-    def extract_original_messages(self) -> list[str]:
-        return [self["original_message"]]
-
-
 class comment_message(hidden_message):
     """One comment of the code block before it."""
-
-
-class alt_message(nodes.Element, addnodes.translatable):
-    """The alt text of an image a cell printed; never written out.
-
-    Sphinx extracts an image's alt text itself, and ``Locale`` translates it
-    in place, but the gettext builder reads the doctree after myst-nb's
-    post-transform has copied the output images, and a copy has lost the id
-    the builder needs: without this node, the alt texts of cell outputs never
-    reach the catalogs. Placed in the cell, beside its outputs, it survives.
-    """
-
-    def preserve_original_messages(self) -> None:
-        pass
-
-    def apply_translated_message(self, original: str, translated: str) -> None:
-        pass  # the image itself is translated by ``Locale``
-
-    def extract_original_messages(self) -> list[str]:
-        return [self["message"]]
-
-
-def _skip(self, node) -> None:
-    raise nodes.SkipNode
-
-
-def add_hidden_node(app, node: type[nodes.Element]) -> None:
-    """Register a node class that every builder skips."""
-    visitors = (_skip, None)
-    app.add_node(
-        node, html=visitors, latex=visitors, text=visitors, man=visitors,
-        texinfo=visitors,
-    )  # fmt: skip
 
 
 def _in_output(node: nodes.Node) -> bool:
@@ -268,44 +214,6 @@ def shown_code_blocks(document: nodes.Node) -> Iterator[nodes.literal_block]:
             node
         ):
             yield node
-
-
-class NotMessages(SphinxTransform):
-    """Keep out of the catalogs what the Chinese edition shows unchanged.
-
-    Display math is the same formula in every language; the API reference's
-    docstrings stay in English (``i18n_translate_docstrings = False``).
-    """
-
-    default_priority = 5
-
-    def apply(self, **kwargs) -> None:
-        for node in self.document.findall(nodes.math_block):
-            node["translatable"] = False
-        if self.config.i18n_translate_docstrings:
-            return
-        for desc in self.document.findall(addnodes.desc):
-            for node in desc.findall(nodes.TextElement):
-                node["translatable"] = False
-
-
-class OutputAltMessages(SphinxTransform):
-    """One ``alt_message`` per alt text of an image in a cell's output."""
-
-    default_priority = 5
-
-    def apply(self, **kwargs) -> None:
-        for output in self.document.findall(nodes.container):
-            if "cell_output" not in output["classes"] or output.parent is None:
-                continue
-            seen = set()
-            for image in output.findall(nodes.image):
-                alt = image.get("alt", "").strip()
-                if alt and alt not in seen:
-                    seen.add(alt)
-                    marker = alt_message(message=alt)
-                    marker.source, marker.line = image.source, image.line
-                    output.parent.append(marker)
 
 
 class CommentMessages(SphinxTransform):
@@ -373,11 +281,8 @@ class ApplyCommentTranslations(SphinxTransform):
 
 
 def setup(app):
-    for node in (comment_message, alt_message):
-        add_hidden_node(app, node)
-    app.add_config_value("i18n_translate_docstrings", False, "env", bool)
-    app.add_transform(NotMessages)
+    app.setup_extension("i18n_messages")
+    add_hidden_node(app, comment_message)
     app.add_transform(CommentMessages)
-    app.add_transform(OutputAltMessages)
     app.add_transform(ApplyCommentTranslations)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
