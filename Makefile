@@ -27,7 +27,7 @@ BUILT   := $(BUILDDIR)/html/.built
 # configuration in its environment's etc/ipython (book/_kernel explains why).
 KERNEL_CONF := $(VENV)/etc/ipython/ipython_kernel_config.py
 # The package as readers download it: its wheel and sdist, built once for both
-# editions into $(BUILDDIR)/dist, where book/_ext/notebooks.py finds them.
+# editions into $(BUILDDIR)/dist, where book/_ext/downloads.py finds them.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 DIST    := $(BUILDDIR)/dist
 WHEEL   := $(DIST)/attention-$(VERSION)-py3-none-any.whl

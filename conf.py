@@ -61,7 +61,7 @@ root_doc = "index"
 myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
 # "cache": a page's cells run when Sphinx reads the page and the cache (kept
-# for one package digest, see the hooks at the bottom) has no outputs for
+# for one package digest: book/_ext/package_cache.py) has no outputs for
 # exactly these cells.
 nb_execution_mode = "cache"
 nb_execution_raise_on_error = True  # a failing cell fails the build

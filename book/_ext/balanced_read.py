@@ -55,7 +55,7 @@ def chunk_sizes(count: int, nproc: int, maxbatch: int = 10) -> list[int]:
     Sphinx's rule (``sphinx.util.parallel``), written out here rather than
     imported from Sphinx's internals: ``count // nproc`` pages a chunk, or
     ``sqrt(count / nproc * maxbatch)`` once that reaches ``maxbatch``, and
-    the rest in a last chunk. ``tests/test_balanced_read.py`` compares it
+    the rest in a last chunk. ``tests/test_book_ext.py`` compares it
     with the installed Sphinx.
 
     >>> chunk_sizes(17, 2)

@@ -1,26 +1,19 @@
 """``i18n_code``: translated code comments, identical code.
 
-Every comment of every shown Python code block (a myst-nb cell's source, a
+Every comment of every shown Python code block (a cell's source, a
 ``pysource`` listing, a fenced ``python`` block) is a message of its own in
-the page's catalog. The code around it never is, so a translator cannot
-change code, and outputs are never messages.
+the page's catalog; the code around it never is, and outputs are never
+messages. :class:`CommentMessages` (before Sphinx's ``Locale`` transform)
+finds the comments with :mod:`tokenize` and puts one hidden
+:class:`comment_message` per comment after the block;
+:class:`ApplyCommentTranslations` (after ``Locale``) rewrites the block with
+the translations, unless the new code, tokenized again without comments,
+differs from the old: then the block keeps its English comments and the
+build warns.
 
-How it works, with public Sphinx APIs only:
-
-- :class:`CommentMessages` (before Sphinx's ``Locale`` transform) finds the
-  comments with :mod:`tokenize` and puts, right after each code block, one
-  invisible :class:`comment_message` node per comment. The node is an
-  ``addnodes.translatable``: the gettext builder extracts its message and the
-  ``Locale`` transform hands it its translation.
-- :class:`ApplyCommentTranslations` (after ``Locale``) rewrites each block
-  with the translated comments. The new code is tokenized again and compared
-  with the old one, comments left out; a block that would differ keeps its
-  English comments and the build warns.
-
-Consecutive full-line comments at the same column form one message, with
-their line breaks, so a translator sees a sentence and decides where its
-lines break. A comment with no letters (``# (6, 3)``) or a tool pragma
-(``# noqa``) is not a message.
+Consecutive full-line comments at the same column form one message, so a
+translator sees a sentence and decides where its lines break. A comment with
+no letters (``# (6, 3)``) or a tool pragma (``# noqa``) is not a message.
 """
 
 from __future__ import annotations

@@ -70,7 +70,7 @@ def _chinese_search():
     ReferenceError. The stemmer is the English one, so name it so.
 
     Upstream: sphinx-doc/sphinx issue 14229, fixed by pull request 14416
-    (after 9.0.4). ``tests/test_site_language.py`` fails once the installed
+    (after 9.0.4). ``tests/test_book_ext.py`` fails once the installed
     Sphinx has the fix: then delete this function.
     """
     from sphinx.search.zh import SearchChinese

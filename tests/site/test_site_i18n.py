@@ -221,7 +221,7 @@ def test_translated_listing_comments(zh):
 
 @pytest.mark.site
 def test_download_notes_are_chinese(zh):
-    """The note book/_ext/notebooks.py adds under each page title (``notebooks.po``)."""
+    """The note book/_ext/downloads.py adds under each page title (``notebooks.po``)."""
     problems = []
     for page in zh.pages:
         for note in page.article.select(".nb-download-tip"):
