@@ -23,18 +23,25 @@ SOURCES := conf.py $(shell find book attention -not -path '*/__pycache__*' \
              -not -path 'book/locales*' -not -name '*.pyc')
 LOCALES := $(shell find book/locales -not -name '*.mo')
 BUILT   := $(BUILDDIR)/html/.built
+# The build's kernels run the venv's Python, and IPython reads the
+# configuration in its environment's etc/ipython (book/_kernel explains why).
+KERNEL_CONF := $(VENV)/etc/ipython/ipython_kernel_config.py
 # The package as readers download it: its wheel and sdist, built once for both
-# editions into $(BUILDDIR)/dist, where book/_ext/notebooks.py finds them.
+# editions into $(BUILDDIR)/dist, where book/_ext/downloads.py finds them.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 DIST    := $(BUILDDIR)/dist
 WHEEL   := $(DIST)/attention-$(VERSION)-py3-none-any.whl
 PACKAGE := pyproject.toml README.md $(shell find attention -type f -not -path '*/__pycache__*' -not -name '*.pyc')
-# The 简体中文 edition (see below).
+# The 简体中文 edition (see below), with its words as plain configuration:
+# the site's title, myst-nb's toggle of hidden cells (the book hides only
+# code, so "code" where myst-nb's default says "source") and the search box.
 ZH       := zh_CN
 ZH_OUT   := $(BUILDDIR)/html/$(ZH)
 ZH_BUILT := $(ZH_OUT)/.built
 SPHINX_ZH := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
-	-D language=$(ZH) $(SPHINXOPTS)
+	-D language=$(ZH) -D html_title=动手编写注意力机制 \
+	-D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
+	-D html_theme_options.search_bar_text=搜索本书… $(SPHINXOPTS)
 
 html: $(BUILT) $(ZH_BUILT)
 	@echo "The book is in $(BUILDDIR)/html/index.html (简体中文: $(ZH_OUT)/index.html)"
@@ -42,9 +49,12 @@ html: $(BUILT) $(ZH_BUILT)
 # A build that failed is not remembered: with -W --keep-going Sphinx saves its
 # environment even when a page warned, and the next build would not read that
 # page again and pass. So a failed build takes its doctrees with it.
-$(BUILT): $(STAMP) $(SOURCES) $(WHEEL)
+$(BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
 	$(SPHINX) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
 	touch $@
+
+$(KERNEL_CONF): book/_kernel/ipython_kernel_config.py $(STAMP)
+	mkdir -p $(@D) && cp $< $@
 
 $(WHEEL): $(STAMP) $(PACKAGE)
 	rm -rf $(DIST) && mkdir -p $(DIST)
@@ -59,8 +69,13 @@ $(WHEEL): $(STAMP) $(PACKAGE)
 
 html-zh: $(ZH_BUILT)
 
-$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES)
-	$(SPHINX_ZH) book $(ZH_OUT) || { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
+# Sphinx writes it into $(BUILDDIR)/$(ZH)/html, then it is copied into the
+# site: myst-nb saves executed notebooks next to the output folder (its
+# jupyter_execute/, no option moves it), which must not be inside a site.
+$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES) $(KERNEL_CONF)
+	$(SPHINX_ZH) book $(BUILDDIR)/$(ZH)/html \
+		|| { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
+	rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT)
 	touch $@
 
 # After an English edit: refresh the catalogs. New messages come in empty,

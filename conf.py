@@ -34,7 +34,8 @@ extensions = [
     "sphinx_exercise",
     "sphinx_togglebutton",
     # The book's own, in book/_ext, one job each:
-    "notebooks",  # fresh outputs, the downloads and the wheel, the code archive
+    "package_cache",  # the execution cache per package digest, page dependencies
+    "downloads",  # the notebook download (translated: notebook_i18n), the archive
     "pysource",  # the package's real code on the pages, "Listing 3.x"
     "i18n_code",  # code comments (and alt texts) as messages of the catalogs
     "site_language",  # the editions side by side: switch, search, title
@@ -42,7 +43,7 @@ extensions = [
     "variants_api",  # API entries for attention.VARIANTS
     "balanced_read",  # -j 2 reading processes share the work
 ]
-pysource_root = notebooks_package_root = str(ROOT)
+pysource_root = package_cache_root = str(ROOT)
 
 exclude_patterns = [
     "_build",
@@ -60,7 +61,7 @@ root_doc = "index"
 myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
 # "cache": a page's cells run when Sphinx reads the page and the cache (kept
-# for one package digest, see the hooks at the bottom) has no outputs for
+# for one package digest: book/_ext/package_cache.py) has no outputs for
 # exactly these cells.
 nb_execution_mode = "cache"
 nb_execution_raise_on_error = True  # a failing cell fails the build
@@ -69,20 +70,17 @@ nb_merge_streams = True
 nb_execution_show_tb = True
 
 # -- 简体中文 edition (i18n) -----------------------------------------------------
-# `make html` also builds `-D language=zh_CN` into _build/html/zh_CN; `make
-# update-po` refreshes the catalogs: book/locales/zh_CN/LC_MESSAGES/<page>.po,
-# one per page. Code comments are messages of their own (i18n_code.py).
+# `make html` also builds `-D language=zh_CN` into _build/html/zh_CN; the
+# Makefile's line for it sets that edition's words (title, toggle texts,
+# search box) with -D. `make update-po` refreshes the catalogs:
+# book/locales/zh_CN/LC_MESSAGES/<page>.po, one per page. Code comments are
+# messages of their own (i18n_code.py).
 locale_dirs = ["locales/"]  # relative to book/
 gettext_compact = False  # one catalog per page, not per folder
 gettext_location = False  # no line numbers in the catalogs: no churn on edits
-i18n_html_title = {"zh_CN": "动手编写注意力机制"}
-# myst-nb's toggle texts (nb_code_prompt_show / nb_code_prompt_hide) per
-# language. The book hides only cell sources (tag hide-input), so the texts
-# say "code" where myst-nb's English default fills in {type} = "source".
-i18n_nb_code_prompts = {"zh_CN": ("显示代码", "隐藏代码")}
-# The API reference's docstrings go through reference/api.po like the pages'
-# text (book/_ext/i18n_code.py); the English docstrings stay the source.
-i18n_translate_docstrings = True
+# The Chinese search (language zh_CN searches as "zh") segments with jieba;
+# the book's terms are whole words there. The English search ignores it.
+html_search_options = {"dict": str(ROOT / "book/locales/zh_CN/search-terms.txt")}
 
 # -- API reference ------------------------------------------------------------
 autodoc_member_order = "bysource"
@@ -116,11 +114,13 @@ html_theme_options = {
     # a second search box across the top and hidden duplicate sidebar toggles
     # that steal the phone menu's click handler (sphinx-book-theme issue 986).
     "navbar_persistent": [],
+    # The language switch (site_language.py) before the theme's buttons.
+    "article_header_end": ["language-switch.html", "article-header-buttons.html"],
 }
-# Theme options that are words, per edition (book/_ext/site_language.py merges
-# them into html_theme_options). The themes' other labels are translated by
-# book/locales/<language>/LC_MESSAGES/sphinx.po.
-i18n_html_theme_options = {"zh_CN": {"search_bar_text": "搜索本书…"}}
+# The book's templates come first, before the themes' components of the same
+# name. The themes' labels are translated by book/locales/<lang>/LC_MESSAGES/
+# sphinx.po; the search box's text is a theme option (-D on the zh line).
+templates_path = ["book/_templates"]
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
 # MathJax 3 and its fonts ship with the site (sphinx-mathjax-offline is only
@@ -128,7 +128,7 @@ html_context = {"default_mode": "auto"}
 _MATHJAX = Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent
 html_static_path = ["book/_static", str(_MATHJAX / "static")]
 mathjax_path = "mathjax/tex-chtml.js"
-html_css_files = ["book.css"]
+html_css_files = ["book.css", "i18n.css"]
 # Wide code blocks take the keyboard focus even when they appear later.
 html_js_files = ["focusable-scroll.js"]
 html_last_updated_fmt = None

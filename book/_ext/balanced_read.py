@@ -2,28 +2,21 @@
 
 With ``-j 2`` Sphinx cuts the list of pages into consecutive chunks and reads
 each chunk in a process of its own, two at a time (:func:`chunk_sizes`).
-Sorted by name, the ``beyond/`` pages, the heaviest notebooks, fell into the
-first chunk: one process worked for most of the build while the other sat
-idle after half of it.
+Sorted by name, the heaviest notebooks (``beyond/``) fell into the first
+chunk, and one process worked long after the other had finished.
 
-Executing a notebook dominates reading a page: a kernel start, ``import
-torch``, the cells and the kernel's shutdown. This handler of Sphinx's
-documented ``env-before-read-docs`` event, which may reorder the list in
-place, estimates each page's cost from its source and deals the pages out
-so that the chunks read at the same time cost about the same; the cheapest
-pages go to the chunks that start later. It changes the order only, never
-what is read, and does nothing in a serial build.
+This handler of Sphinx's ``env-before-read-docs`` event (which may reorder
+the list in place) estimates each page's cost from its source and deals the
+pages out so that the chunks read at the same time cost about the same. It
+changes the order only, and does nothing in a serial build.
 """
 
 from __future__ import annotations
 
-import functools
 import heapq
 import math
 
-from markdown_it.renderer import RendererHTML
-from myst_parser.config.main import MdParserConfig
-from myst_parser.parsers.mdit import create_md_parser
+from package_cache import markdown
 
 # Rough costs in seconds on the 2-core machine; only their ratios matter.
 KERNEL_SECONDS = 4.0  # start a kernel, import torch and matplotlib, shut it down
@@ -35,13 +28,10 @@ PAGE_SECONDS = 0.3
 def estimated_cost(source: str) -> float:
     """Seconds that reading a page with this source costs, roughly.
 
-    The page is read with myst-parser's markdown-it parser: its code cells
-    and autodoc directives are fences.
-
     >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n")
     4.1
     """
-    fences = [t for t in _markdown().parse(source) if t.type == "fence"]
+    fences = [t for t in markdown().parse(source) if t.type == "fence"]
     cells = sum(t.info.startswith("{code-cell}") for t in fences)
     if cells:
         return KERNEL_SECONDS + CELL_SECONDS * cells
@@ -59,18 +49,13 @@ def _is_autodoc(info: str, content: str) -> bool:
     )
 
 
-@functools.cache
-def _markdown():
-    return create_md_parser(MdParserConfig(), RendererHTML)
-
-
 def chunk_sizes(count: int, nproc: int, maxbatch: int = 10) -> list[int]:
     """The sizes of the chunks Sphinx 9 cuts ``count`` pages into for ``nproc``.
 
     Sphinx's rule (``sphinx.util.parallel``), written out here rather than
     imported from Sphinx's internals: ``count // nproc`` pages a chunk, or
     ``sqrt(count / nproc * maxbatch)`` once that reaches ``maxbatch``, and
-    the rest in a last chunk. ``tests/test_balanced_read.py`` compares it
+    the rest in a last chunk. ``tests/test_book_ext.py`` compares it
     with the installed Sphinx.
 
     >>> chunk_sizes(17, 2)

@@ -1,35 +1,22 @@
 """``exercise_titles``: an unnumbered exercise reads "Exercise 3.1: <title>".
 
-The chapter's exercises carry the printed book's numbers in their titles::
+The chapter's exercises carry the printed book's numbers in their titles
+(```` ```{exercise-start} 3.1: Compare ... ```` with ``:nonumber:``), and
+sphinx-exercise (1.2) always puts the argument in parentheses: "Exercise
+(3.1: Compare ...)". No option changes that (executablebooks/sphinx-exercise
+issue 57, open; ``tests/test_book_ext.py`` fails when it stops, and then
+:class:`UnwrapExerciseSubtitles` can go). That post-transform runs after
+sphinx-exercise has resolved the title and drops the parentheses.
 
-    ```{exercise-start} 3.1: Compare SelfAttention_v1 and SelfAttention_v2
-    :label: ex-3-1
-    :nonumber:
-    ```
-
-sphinx-exercise (1.2) has no option for the title's form: it always puts the
-argument in parentheses, so the box reads "Exercise (3.1: Compare ...)"
-(upstream: executablebooks/sphinx-exercise issue 57, open;
-``tests/test_exercise_titles.py`` fails when sphinx-exercise stops writing
-the parentheses, and then this transform can go).
-This post-transform runs after sphinx-exercise has resolved the title (its
-priority 20) and drops the parentheses: "Exercise 3.1: Compare ...".
-Numbered exercises, whose number Sphinx adds while writing HTML, are left
-alone. (Solutions need nothing: with ``exercise_style =
-"solution_follow_exercise"``, set in ``conf.py``, a solution's title is
-"Solution", and it follows its exercise.)
-
-The title's text is a message of the page's catalog, so the 简体中文 edition
-reads "练习 3.1：...". sphinx-exercise keeps it in a node that Sphinx does not
-translate; :class:`SubtitleMessages` puts an invisible ``subtitle_message``
-beside it before Sphinx's ``Locale`` transform, and
-:class:`ApplySubtitleTranslations` writes the translation back after it.
+The title's text is a message of the page's catalog ("练习 3.1：..."), but
+sphinx-exercise keeps it in a node Sphinx does not translate: a hidden
+``subtitle_message`` beside it carries the translation (``i18n_messages``).
 """
 
 from __future__ import annotations
 
 from docutils import nodes
-from i18n_code import add_hidden_node, hidden_message
+from i18n_messages import add_hidden_node, hidden_message
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 from sphinx_exercise.nodes import exercise_node, exercise_subtitle

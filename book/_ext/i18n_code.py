@@ -1,26 +1,19 @@
 """``i18n_code``: translated code comments, identical code.
 
-Every comment of every shown Python code block (a myst-nb cell's source, a
+Every comment of every shown Python code block (a cell's source, a
 ``pysource`` listing, a fenced ``python`` block) is a message of its own in
-the page's catalog. The code around it never is, so a translator cannot
-change code, and outputs are never messages.
+the page's catalog; the code around it never is, and outputs are never
+messages. :class:`CommentMessages` (before Sphinx's ``Locale`` transform)
+finds the comments with :mod:`tokenize` and puts one hidden
+:class:`comment_message` per comment after the block;
+:class:`ApplyCommentTranslations` (after ``Locale``) rewrites the block with
+the translations, unless the new code, tokenized again without comments,
+differs from the old: then the block keeps its English comments and the
+build warns.
 
-How it works, with public Sphinx APIs only:
-
-- :class:`CommentMessages` (before Sphinx's ``Locale`` transform) finds the
-  comments with :mod:`tokenize` and puts, right after each code block, one
-  invisible :class:`comment_message` node per comment. The node is an
-  ``addnodes.translatable``: the gettext builder extracts its message and the
-  ``Locale`` transform hands it its translation.
-- :class:`ApplyCommentTranslations` (after ``Locale``) rewrites each block
-  with the translated comments. The new code is tokenized again and compared
-  with the old one, comments left out; a block that would differ keeps its
-  English comments and the build warns.
-
-Consecutive full-line comments at the same column form one message, with
-their line breaks, so a translator sees a sentence and decides where its
-lines break. A comment with no letters (``# (6, 3)``) or a tool pragma
-(``# noqa``) is not a message.
+Consecutive full-line comments at the same column form one message, so a
+translator sees a sentence and decides where its lines break. A comment with
+no letters (``# (6, 3)``) or a tool pragma (``# noqa``) is not a message.
 """
 
 from __future__ import annotations
@@ -32,6 +25,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from docutils import nodes
+from i18n_messages import add_hidden_node, hidden_message
 from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 from sphinx.util import logging
@@ -191,63 +185,8 @@ def same_code(old: str, new: str) -> bool:
         return False
 
 
-# -- Doctree side ----------------------------------------------------------------
-
-
-class hidden_message(nodes.Element, addnodes.translatable):
-    """A message Sphinx translates but no builder writes out.
-
-    ``message`` is the English text; after Sphinx's ``Locale`` transform,
-    ``translation`` holds the catalog's text, for a later transform to put
-    where Sphinx would not have translated it (register with
-    :func:`add_hidden_node`).
-    """
-
-    def preserve_original_messages(self) -> None:
-        self.setdefault("original_message", self["message"])
-
-    def apply_translated_message(self, original: str, translated: str) -> None:
-        self["translation"] = translated
-
-    def extract_original_messages(self) -> list[str]:
-        return [self["original_message"]]
-
-
 class comment_message(hidden_message):
     """One comment of the code block before it."""
-
-
-class alt_message(nodes.Element, addnodes.translatable):
-    """The alt text of an image a cell printed; never written out.
-
-    Sphinx extracts an image's alt text itself, and ``Locale`` translates it
-    in place, but the gettext builder reads the doctree after myst-nb's
-    post-transform has copied the output images, and a copy has lost the id
-    the builder needs: without this node, the alt texts of cell outputs never
-    reach the catalogs. Placed in the cell, beside its outputs, it survives.
-    """
-
-    def preserve_original_messages(self) -> None:
-        pass
-
-    def apply_translated_message(self, original: str, translated: str) -> None:
-        pass  # the image itself is translated by ``Locale``
-
-    def extract_original_messages(self) -> list[str]:
-        return [self["message"]]
-
-
-def _skip(self, node) -> None:
-    raise nodes.SkipNode
-
-
-def add_hidden_node(app, node: type[nodes.Element]) -> None:
-    """Register a node class that every builder skips."""
-    visitors = (_skip, None)
-    app.add_node(
-        node, html=visitors, latex=visitors, text=visitors, man=visitors,
-        texinfo=visitors,
-    )  # fmt: skip
 
 
 def _in_output(node: nodes.Node) -> bool:
@@ -268,44 +207,6 @@ def shown_code_blocks(document: nodes.Node) -> Iterator[nodes.literal_block]:
             node
         ):
             yield node
-
-
-class NotMessages(SphinxTransform):
-    """Keep out of the catalogs what the Chinese edition shows unchanged.
-
-    Display math is the same formula in every language; the API reference's
-    docstrings stay in English (``i18n_translate_docstrings = False``).
-    """
-
-    default_priority = 5
-
-    def apply(self, **kwargs) -> None:
-        for node in self.document.findall(nodes.math_block):
-            node["translatable"] = False
-        if self.config.i18n_translate_docstrings:
-            return
-        for desc in self.document.findall(addnodes.desc):
-            for node in desc.findall(nodes.TextElement):
-                node["translatable"] = False
-
-
-class OutputAltMessages(SphinxTransform):
-    """One ``alt_message`` per alt text of an image in a cell's output."""
-
-    default_priority = 5
-
-    def apply(self, **kwargs) -> None:
-        for output in self.document.findall(nodes.container):
-            if "cell_output" not in output["classes"] or output.parent is None:
-                continue
-            seen = set()
-            for image in output.findall(nodes.image):
-                alt = image.get("alt", "").strip()
-                if alt and alt not in seen:
-                    seen.add(alt)
-                    marker = alt_message(message=alt)
-                    marker.source, marker.line = image.source, image.line
-                    output.parent.append(marker)
 
 
 class CommentMessages(SphinxTransform):
@@ -373,11 +274,8 @@ class ApplyCommentTranslations(SphinxTransform):
 
 
 def setup(app):
-    for node in (comment_message, alt_message):
-        add_hidden_node(app, node)
-    app.add_config_value("i18n_translate_docstrings", False, "env", bool)
-    app.add_transform(NotMessages)
+    app.setup_extension("i18n_messages")
+    add_hidden_node(app, comment_message)
     app.add_transform(CommentMessages)
-    app.add_transform(OutputAltMessages)
     app.add_transform(ApplyCommentTranslations)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

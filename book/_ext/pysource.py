@@ -1,26 +1,15 @@
 """``pysource``: show the real source of a package object on a page.
 
-Usage in MyST::
+Usage in MyST: ```` ```{pysource} attention.CausalAttention ```` with the
+options ``:diff: attention.SelfAttention_v2`` (highlight every line that
+changes what is computed since that object), ``:listing: 3.3`` (the printed
+book's "Listing 3.3", with the imports the code needs so that it runs when
+pasted) and ``:members:`` (a class's methods to show). The code is read from
+the package at build time with :mod:`inspect`, docstrings left out, so the
+page can never disagree with the implementation.
 
-    ```{pysource} attention.CausalAttention
-    :diff: attention.SelfAttention_v2
-    :listing: 3.3
-    ```
-
-The code is read from the package at build time with :mod:`inspect`, so the
-page can never disagree with the implementation. Docstrings are left out
-(the API reference shows them). With ``:diff:``, every line that is not in
-the other object's source is highlighted, so a reader sees what changed
-since the previous variant without anyone keeping line numbers by hand.
-
-``:listing:`` gives the printed book's listing number ("Listing 3.3"). A
-listing also starts with the imports its code needs (``import torch``,
-``from attention.checks import check_batch`` ...), found from the names the
-code reads in its module, so a reader can paste it and run it. Code
-shown without it carries no number: Sphinx's own counter (``numfig``, which
-sphinx-exercise switches on) would number every captioned block 1, 2, 3 ...,
-a second numbering that matches nothing in the printed book. So the caption
-is a plain paragraph, which Sphinx does not count.
+The caption is a plain paragraph: Sphinx's own counter (``numfig``, which
+sphinx-exercise switches on) would number captioned blocks 1, 2, 3, ...
 """
 
 from __future__ import annotations

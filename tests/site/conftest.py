@@ -96,15 +96,16 @@ class Site:
 
     English is ``$BUILDDIR/html`` with its notebooks in
     ``$BUILDDIR/jupyter_execute``; another edition is ``$BUILDDIR/html/<lang>``
-    with ``$BUILDDIR/jupyter_execute-<lang>``.
+    (Sphinx built it in ``$BUILDDIR/<lang>/html``) with ``$BUILDDIR/<lang>/
+    jupyter_execute``.
     """
 
     def __init__(self, html: Path, edition: str = "en", build: Path | None = None):
         self.html = html
         self.edition = edition
         self.build = build or html.parent
-        suffix = "" if edition == "en" else f"-{edition}"
-        self.notebooks = self.build / f"jupyter_execute{suffix}"
+        folder = self.build if edition == "en" else self.build / edition
+        self.notebooks = folder / "jupyter_execute"
         self.pages = [
             Page(p, html, self.notebooks) for p in sorted(html.rglob("*.html"))
         ]

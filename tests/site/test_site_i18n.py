@@ -221,7 +221,7 @@ def test_translated_listing_comments(zh):
 
 @pytest.mark.site
 def test_download_notes_are_chinese(zh):
-    """The note book/_ext/notebooks.py adds under each page title (``notebooks.po``)."""
+    """The note book/_ext/downloads.py adds under each page title (``notebooks.po``)."""
     problems = []
     for page in zh.pages:
         for note in page.article.select(".nb-download-tip"):
@@ -376,7 +376,7 @@ def test_no_space_between_two_chinese_characters(zh):
 
 @pytest.mark.site
 def test_code_cell_toggles_are_chinese(zh):
-    """myst-nb's toggle texts, set per language in conf.py (i18n_nb_code_prompts)."""
+    """myst-nb's toggle texts, set by -D on the Makefile's zh line."""
     toggles = [
         (page.rel, p.get_text(strip=True))
         for page in zh.pages
@@ -404,8 +404,9 @@ ENGLISH_LABELS_LEFT = {
 def test_theme_labels_are_chinese(zh):
     """Tooltips, placeholders, labels and the colour menu of every zh page:
     the themes' words come from book/locales/zh_CN/LC_MESSAGES/sphinx.po,
-    the two sidebar buttons from book/_templates, the search box's from
-    ``i18n_html_theme_options``. API titles (``attention.…``) are names."""
+    the two sidebar buttons from book/_templates, the search box's from the
+    Makefile (``-D html_theme_options.search_bar_text``). API titles
+    (``attention.…``) are names."""
     english = set()
     for page in zh.pages:
         for tag in page.soup.select("[title], [aria-label], [placeholder]"):

@@ -39,7 +39,7 @@ OPTIONS = ["-n", "-W", "--keep-going", "-j", "2"]
 SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
 SPHINX += [*OPTIONS, "book", "_build/html"]
 SPHINX_ZH = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees-zh_CN"]
-SPHINX_ZH += ["-D", "language=zh_CN", *OPTIONS, "book", "_build/html/zh_CN"]
+SPHINX_ZH += ["-D", "language=zh_CN", *OPTIONS, "book", "_build/zh_CN/html"]
 # Prose pages, so that each reading process of a clean build gets a range of
 # pages, as in the real book; the later steps then show that the dependencies
 # each process noted reached the main one.
@@ -168,9 +168,9 @@ class Build:
         self.read = set(_READING.findall(log))
         book = (project / "book").as_posix() + "/"
         self.executed = {p.removeprefix(book) for p in _EXECUTING.findall(log)}
-        suffix = "" if edition == "en" else f"-{edition}"
-        self.outputs = project / "_build" / f"jupyter_execute{suffix}"
-        html = project / "_build" / "html" / ("" if edition == "en" else edition)
+        build = project / "_build" / ("" if edition == "en" else edition)
+        self.outputs = build / "jupyter_execute"
+        html = build / "html"
         self.html = {p.stem: p.read_text("utf-8") for p in html.glob("*.html")}
         self.zh: Build | None = None  # the Chinese build that followed
 

@@ -1,0 +1,246 @@
+"""``downloads``: every page's notebook for the reader, and the book's code.
+
+myst-nb saves the notebook of each page it reads (``jupyter_execute/
+<page>.ipynb``). At ``doctree-read`` this extension makes it the reader's
+download, one function a step:
+
+a. :func:`restore_outputs`: put back the outputs from the execution cache
+   (myst-nb 1.4 saves the notebook it read, without outputs, in cache mode)
+   and drop the ``glue`` records myst-nb takes out of the page;
+b. :func:`drop_merged_streams`: keep each printed text once;
+c. in a translated edition, ``notebook_i18n`` translates its text;
+d. a note under the page's title: the notebook, the package's wheel, and the
+   one command that installs the wheel with its ``notebooks`` extra.
+
+At ``build-finished``, every page's notebook and the wheel go into one zip
+at the root of the edition (:data:`ARCHIVE`); the front page links it with
+the ``book-file`` role and shows the install command with the
+``install-command`` directive. ``make html`` builds the wheel and sdist into
+``<build>/dist`` (next to the doctrees) before Sphinx runs.
+"""
+
+from __future__ import annotations
+
+import os
+import zipfile
+from pathlib import Path
+
+import nbformat
+from docutils import nodes
+from jupyter_cache import get_cache
+from notebook_i18n import page_catalog, translate_notebook
+from sphinx import addnodes
+from sphinx.locale import get_translation
+from sphinx.util.docutils import SphinxDirective, SphinxRole
+
+# The text this extension writes into pages, translated from the hand-kept
+# catalog book/locales/<language>/LC_MESSAGES/notebooks.po.
+CATALOG = "notebooks"
+_ = get_translation(CATALOG)
+
+PACKAGE = "attention"
+ARCHIVE = "attention-book-code-{release}.zip"
+
+
+def restore_outputs(notebook, cache_path: str):
+    """The notebook with its outputs from the execution cache, glue records dropped.
+
+    Returns the notebook unchanged when the cache has no record of it.
+    """
+    try:
+        _, merged = get_cache(cache_path).merge_match_into_notebook(notebook)
+    except KeyError:  # not in the cache: the page was not executed
+        return notebook
+    for cell in merged.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [o for o in cell.outputs if not _is_glue_record(o)]
+    return merged
+
+
+def _is_glue_record(output) -> bool:
+    """An output ``myst_nb.glue`` stored under a prefixed MIME type."""
+    scrapbook = output.get("metadata", {}).get("scrapbook", {})
+    return bool(scrapbook.get("mime_prefix"))
+
+
+def _stripped(text: str) -> str:
+    return text.rstrip() + "\n" if text.rstrip() else ""
+
+
+def drop_merged_streams(outputs: list) -> list:
+    """The outputs without the stream outputs their stream's first one holds.
+
+    myst-nb's ``nb_merge_streams`` joins a cell's stream outputs into the
+    first one but leaves the others in the saved notebook, so a download
+    would print their text twice. Outputs the first does not hold are kept.
+
+    >>> out = lambda text: {"output_type": "stream", "name": "stdout", "text": text}
+    >>> merged = [out("a\\nb\\n"), out("b\\n")]  # what myst-nb leaves behind
+    >>> [o["text"] for o in drop_merged_streams(merged)]
+    ['a\\nb\\n']
+    >>> [o["text"] for o in drop_merged_streams([out("a\\n"), out("b\\n")])]
+    ['a\\n', 'b\\n']
+    """
+    streams: dict[str, list] = {}
+    for output in outputs:
+        if output["output_type"] == "stream":
+            streams.setdefault(output["name"], []).append(output)
+    drop = set()
+    for first, *later in streams.values():
+        tail = "".join(_stripped(o["text"]) for o in later)
+        if later and first["text"].endswith(tail):
+            drop.update(id(o) for o in later)
+    return [o for o in outputs if id(o) not in drop]
+
+
+def saved_notebook(app, docname: str) -> Path:
+    """Where myst-nb saved the page's notebook in this build.
+
+    myst-nb puts its folder next to the output folder, and no option moves
+    it (MyST-NB issue 129): the Makefile builds a translated edition outside
+    the site, then copies it in.
+    """
+    return Path(app.env.mystnb_config.output_folder, f"{docname}.ipynb")
+
+
+def dist_files(env) -> dict[str, Path]:
+    """The package's wheel and sdist that ``make html`` built for this release."""
+    dist, release = Path(env.doctreedir).parent / "dist", env.config.release
+    return {
+        "wheel": dist / f"{PACKAGE}-{release}-py3-none-any.whl",
+        "sdist": dist / f"{PACKAGE}-{release}.tar.gz",
+    }
+
+
+def install_command(wheel: Path) -> str:
+    """The one command that installs the downloaded wheel and the notebooks' needs.
+
+    >>> install_command(Path("dist/attention-1.0.0-py3-none-any.whl"))
+    'pip install "attention-1.0.0-py3-none-any.whl[notebooks]"'
+    """
+    return f'pip install "{wheel.name}[notebooks]"'
+
+
+def _offer_download(app, doctree) -> None:
+    """Make the page's notebook download, then put the note under its title."""
+    docname = app.env.docname
+    path = saved_notebook(app, docname)
+    is_notebook = any("cell" in n["classes"] for n in doctree.findall(nodes.container))
+    section = next(iter(doctree.findall(nodes.section)), None)
+    if not (is_notebook and path.is_file() and section is not None):
+        return
+    notebook = nbformat.read(path, as_version=4)
+    if app.config.nb_execution_mode == "cache":
+        notebook = restore_outputs(notebook, app.config.nb_execution_cache_path)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cell.outputs = drop_merged_streams(cell.outputs)
+    if app.config.language not in (None, "", "en"):
+        notebook = translate_notebook(notebook, page_catalog(app, docname))
+    path.write_text(nbformat.writes(notebook), encoding="utf-8")
+    note = download_note(app, docname, path)
+    section.insert(section.first_child_matching_class(nodes.title) + 1, note)
+
+
+def _download(env, docname: str, path: Path) -> addnodes.download_reference:
+    target = "/" + os.path.relpath(path, env.srcdir).replace(os.sep, "/")
+    link = addnodes.download_reference("", "", refdoc=docname, reftarget=target)
+    link += nodes.literal(path.name, path.name, classes=["xref", "download"])
+    return link
+
+
+def download_note(app, docname: str, notebook: Path) -> nodes.admonition:
+    """The "Run this page yourself" box: two downloads and one command."""
+    wheel = dist_files(app.env)["wheel"]
+    note = nodes.admonition(classes=["tip", "nb-download-tip"])
+    note += nodes.title("", _("Run this page yourself"))
+    note += nodes.paragraph(
+        "",
+        "",
+        nodes.Text(_("Download the notebook") + " "),
+        _download(app.env, docname, notebook),
+        nodes.Text(f" {_('and the package')} "),
+        _download(app.env, docname, wheel),
+        nodes.Text(" " + _("into one folder. In a fresh environment, run:")),
+    )
+    command = install_command(wheel)
+    note += nodes.literal_block(command, command, language="sh")
+    more = "Then open the notebook in Jupyter. Every page's notebook and the wheel "
+    more += "are also in one file:"
+    note += nodes.paragraph("", _(more) + " ", _archive_link(app.env, docname))
+    return note
+
+
+def _archive_link(env, docname: str) -> nodes.reference:
+    """A link from the page to the edition's archive of the book's code."""
+    name = ARCHIVE.format(release=env.config.release)
+    link = nodes.reference("", "", refuri="../" * docname.count("/") + name)
+    link += nodes.literal(name, name, classes=["xref", "download"])
+    return link
+
+
+class BookFile(SphinxRole):
+    """``{book-file}`wheel``` (or ``sdist``, ``archive``): a file of the book's code."""
+
+    def run(self):
+        kind = self.text.strip()
+        if kind == "archive":
+            return [_archive_link(self.env, self.env.docname)], []
+        files = dist_files(self.env)
+        if kind not in files:
+            msg = (
+                f"book-file: expected one of archive, {', '.join(files)}; got {kind!r}"
+            )
+            return [], [self.inliner.reporter.error(msg, line=self.lineno)]
+        link = _download(self.env, self.env.docname, files[kind])
+        self.set_source_info(link)
+        return [link], []
+
+
+class InstallCommand(SphinxDirective):
+    """``{install-command}``: the command that installs this release's wheel."""
+
+    def run(self):
+        command = install_command(dist_files(self.env)["wheel"])
+        block = nodes.literal_block(command, command, language="sh")
+        self.set_source_info(block)
+        return [block]
+
+
+def write_archive(out: Path, notebooks: dict[str, Path], wheel: Path) -> None:
+    """A zip of the notebooks (by page path) and the wheel, the same bytes each time."""
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, path in sorted({**notebooks, wheel.name: wheel}.items()):
+            info = zipfile.ZipInfo(name, date_time=(2026, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, path.read_bytes())
+
+
+def _write_archive(app, exception) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    notebooks = {
+        f"{docname}.ipynb": saved_notebook(app, docname)
+        for docname in sorted(app.env.found_docs)
+        if saved_notebook(app, docname).is_file()
+    }
+    out = Path(app.outdir, ARCHIVE.format(release=app.config.release))
+    write_archive(out, notebooks, dist_files(app.env)["wheel"])
+
+
+def _load_catalog(app, env, docnames) -> None:
+    # After Sphinx compiled the catalogs (.po -> .mo), before the pages are read.
+    for folder in app.config.locale_dirs:
+        app.add_message_catalog(CATALOG, str(Path(app.srcdir, folder)))
+
+
+def setup(app):
+    app.setup_extension("myst_nb")
+    app.add_role("book-file", BookFile())
+    app.add_directive("install-command", InstallCommand)
+    app.connect("env-before-read-docs", _load_catalog)
+    # Before Sphinx's collectors (500): its download collector registers the
+    # files the note links, so that they are copied into _downloads.
+    app.connect("doctree-read", _offer_download, priority=400)
+    app.connect("build-finished", _write_archive)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}

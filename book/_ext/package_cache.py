@@ -1,0 +1,116 @@
+"""``package_cache``: no page shows outputs computed by an older package.
+
+jupyter-cache hashes only a notebook's cells, and Sphinx reads again only
+the pages whose text changed, so an edit of the ``attention`` package would
+leave every page with its old outputs. Two hooks close the gap:
+
+- ``config-inited``: myst-nb's execution cache (``nb_execution_cache_path``)
+  is one folder next to the build's doctrees, shared by both editions, and
+  it belongs to one SHA-256 of the package: a file in it names the digest
+  its outputs were computed with, and another digest empties it.
+- ``source-read``: a page whose code cells import the package declares the
+  package's files as dependencies (``env.note_dependency``), so Sphinx reads
+  it again when one of them changes, and myst-nb executes it again.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import hashlib
+import shutil
+from pathlib import Path
+
+from jupyter_cache import get_cache
+from markdown_it.renderer import RendererHTML
+from myst_parser.config.main import MdParserConfig
+from myst_parser.parsers.mdit import create_md_parser
+
+PACKAGE = "attention"
+
+
+def package_files(root: Path) -> list[Path]:
+    """Every file of the package under ``root``, sorted (code and data)."""
+    return sorted(
+        p
+        for p in (root / PACKAGE).rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts
+    )
+
+
+def package_digest(root: Path) -> str:
+    """SHA-256 over the names and bytes of every file of the package."""
+    h = hashlib.sha256()
+    for path in package_files(root):
+        h.update(path.relative_to(root).as_posix().encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+@functools.cache
+def markdown():
+    """The markdown-it parser myst-parser reads the book's pages with."""
+    config = MdParserConfig(
+        enable_extensions={"amsmath", "colon_fence", "dollarmath", "deflist"}
+    )
+    return create_md_parser(config, RendererHTML)
+
+
+def imports_package(source: str) -> bool:
+    """Whether a page's code cells import the package (read with Python's parser).
+
+    >>> imports_package("```{code-cell} python\\nimport torch, attention\\n```")
+    True
+    >>> imports_package("Prose that says: import attention.")
+    False
+    """
+    for token in markdown().parse(source):
+        if token.type != "fence" or not token.info.startswith("{code-cell}"):
+            continue
+        try:
+            tree = ast.parse(token.content)
+        except SyntaxError:  # IPython syntax (a magic): such a cell imports nothing
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+            else:
+                continue
+            if any(m.split(".")[0] == PACKAGE for m in modules):
+                return True
+    return False
+
+
+def _cache_per_package_digest(app, config) -> None:
+    """One execution cache, next to the build's doctrees, for one package digest.
+
+    The cache folder keeps its name (a changed config value would make Sphinx
+    read every page again). Its database is created here, before Sphinx forks
+    its reading processes (``-j 2``): two processes that both found none
+    would both create its tables.
+    """
+    digest = package_digest(Path(config.package_cache_root))
+    cache = Path(app.doctreedir).parent / "jupyter_cache"
+    config.nb_execution_cache_path = str(cache)
+    stamp = cache / "package-digest.txt"
+    if stamp.is_file() and stamp.read_text() != digest:
+        shutil.rmtree(cache)
+    cache.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest)
+    get_cache(str(cache)).list_cache_records()
+
+
+def _depend_on_package(app, docname, source) -> None:
+    if imports_package(source[0]):
+        for path in package_files(Path(app.config.package_cache_root)):
+            app.env.note_dependency(str(path))
+
+
+def setup(app):
+    app.setup_extension("myst_nb")
+    app.add_config_value("package_cache_root", str(Path.cwd()), "env", str)
+    app.connect("config-inited", _cache_per_package_digest)
+    app.connect("source-read", _depend_on_package)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
