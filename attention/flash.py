@@ -23,11 +23,17 @@ function each:
 5. :func:`weights_from_lse`: why the log-sum-exp is kept: from it and the
    queries and keys alone, any tile of attention weights can be recomputed
    exactly, which is what a backward pass needs.
+6. The backward pass: :func:`softmax_backward` (one row),
+   :func:`backward_delta` (``D = rowsum(dO * O)``), :func:`tile_backward`
+   (one tile pair's ``dQ``, ``dK``, ``dV``), :func:`flash_attention_backward`
+   (every tile pair, with the causal skip), and
+   :class:`FlashAttentionFunction`, which saves only ``Q``, ``K``, ``V``,
+   ``O`` and ``L``.
 
 :class:`FlashMultiHeadAttention` is :class:`~attention.MultiHeadAttention`
-with step 4 as its attention core; it is listed in :data:`attention.VARIANTS`.
-Everything here is plain PyTorch, so autograd differentiates it; a real
-kernel fuses each tile's steps in C++ or CUDA and writes its own backward.
+with steps 4 and 6 as its attention core; it is listed in
+:data:`attention.VARIANTS`. Everything here is plain PyTorch; a real kernel
+fuses each tile's steps in C++ or CUDA.
 """
 
 from __future__ import annotations
