@@ -483,6 +483,69 @@ def check_kv(
         )
 
 
+def check_like(*named: tuple[str, torch.Tensor]) -> None:
+    """Raise unless each ``(name, tensor)`` has the first one's shape, dtype, device."""
+    (first, reference), *others = named
+    for name, t in others:
+        check_pair((first, reference), (name, t))
+        if t.shape != reference.shape:
+            raise ValueError(
+                f"{name} must have the shape of {first}, {tuple(reference.shape)}, "
+                f"got {tuple(t.shape)}"
+            )
+
+
+def check_tile_backward(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    grad_out: torch.Tensor,
+    lse: torch.Tensor,
+    delta: torch.Tensor,
+    future: torch.Tensor | None = None,
+) -> None:
+    """The one-line check of :func:`~attention.tile_backward`.
+
+    :func:`check_qkv` for the tiles, ``grad_out`` shaped like the queries,
+    ``lse`` and ``delta`` one number per query, ``future`` ``None`` or a
+    boolean ``(bq, bk)`` tensor.
+    """
+    check_qkv(queries, keys, values)
+    check_like(("queries", queries), ("grad_out", grad_out))
+    check_lse(queries, keys, lse)
+    check_like(("lse", lse), ("delta", delta))
+    if future is None:
+        return
+    check_tensor("future", future)
+    expected = (queries.shape[-2], keys.shape[-2])
+    if future.dtype != torch.bool or future.shape != expected:
+        raise ValueError(
+            f"future must be None or a bool tensor of shape {expected} "
+            f"(queries x keys of the tile), got {future.dtype} {tuple(future.shape)}"
+        )
+
+
+def check_flash_backward(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    context_vec: torch.Tensor,
+    lse: torch.Tensor,
+    grad_out: torch.Tensor,
+    tile_size: int,
+    causal: bool,
+) -> None:
+    """The one-line check of :func:`~attention.flash_attention_backward`.
+
+    :func:`check_tiled` for the inputs, ``context_vec`` and ``grad_out``
+    shaped like the queries, ``lse`` one number per query.
+    """
+    check_tiled(queries, keys, values, tile_size, causal)
+    like_queries = (("context_vec", context_vec), ("grad_out", grad_out))
+    check_like(("queries", queries), *like_queries)
+    check_lse(queries, keys, lse)
+
+
 # --- token ids, targets and masks: value checks, once at entry -----------------------
 
 

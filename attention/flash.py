@@ -23,11 +23,17 @@ function each:
 5. :func:`weights_from_lse`: why the log-sum-exp is kept: from it and the
    queries and keys alone, any tile of attention weights can be recomputed
    exactly, which is what a backward pass needs.
+6. The backward pass: :func:`softmax_backward` (one row),
+   :func:`backward_delta` (``D = rowsum(dO * O)``), :func:`tile_backward`
+   (one tile pair's ``dQ``, ``dK``, ``dV``), :func:`flash_attention_backward`
+   (every tile pair, with the causal skip), and
+   :class:`FlashAttentionFunction`, which saves only ``Q``, ``K``, ``V``,
+   ``O`` and ``L``.
 
 :class:`FlashMultiHeadAttention` is :class:`~attention.MultiHeadAttention`
-with step 4 as its attention core; it is listed in :data:`attention.VARIANTS`.
-Everything here is plain PyTorch, so autograd differentiates it; a real
-kernel fuses each tile's steps in C++ or CUDA and writes its own backward.
+with steps 4 and 6 as its attention core; it is listed in
+:data:`attention.VARIANTS`. Everything here is plain PyTorch; a real kernel
+fuses each tile's steps in C++ or CUDA.
 """
 
 from __future__ import annotations
@@ -39,9 +45,12 @@ from torch import nn
 from .checks import (
     check_attention_args,
     check_batch,
+    check_flash_backward,
+    check_like,
     check_lse,
     check_positive,
     check_scores,
+    check_tile_backward,
     check_tiled,
 )
 from .efficient import _FusedWeights
@@ -239,24 +248,32 @@ def flash_attention(
     Book section: Beyond the chapter, FlashAttention from scratch. Each tile
     of ``tile_size`` queries walks over the key tiles with the running
     maximum, sum and output of :func:`attention_over_key_tiles`. With
-    ``causal=True`` (queries and keys are the same positions) the walk stops
-    at the diagonal: key tiles wholly in the queries' future are never
-    computed, tiles wholly in their past need no mask, and only the tiles the
-    diagonal crosses are masked. The first key tile holds key 0, which every
-    query may see, so the running maximum is finite from the first step on.
+    ``causal=True`` the walk stops at the diagonal: key tiles wholly in the
+    queries' future are never computed, tiles wholly in their past need no
+    mask, and only the tiles the diagonal crosses are masked.
+
+    The causal triangle is aligned bottom-right, as in FlashAttention: the
+    last query is the last position, so query ``i`` of ``Tq`` may see key
+    ``j`` of ``Tk`` when ``j <= i + Tk - Tq``. With ``Tq == Tk`` that is
+    the chapter's mask; with fewer queries than keys, the queries are the
+    newest tokens after ``Tk - Tq`` earlier ones (a decode step of several
+    tokens, a chunk of a prefill). A query that sees no key at all (only
+    possible when ``Tq > Tk``) gets a context vector of zeros and a
+    log-sum-exp of ``-inf``.
 
     Equivalent to ``F.scaled_dot_product_attention(queries, keys, values,
-    is_causal=causal, dropout_p=dropout_p)``, for any ``tile_size``.
-    Dropout, if any, zeroes unnormalised weights before they meet the
-    values, and leaves the running sum alone, so it acts on the normalised
-    weights as ``nn.Dropout`` would.
+    is_causal=causal, dropout_p=dropout_p)`` when ``Tq == Tk``, and to its
+    ``attn_mask=causal_lower_right(Tq, Tk)`` otherwise, for any
+    ``tile_size``. Dropout, if any, zeroes unnormalised weights before they
+    meet the values, and leaves the running sum alone, so it acts on the
+    normalised weights as ``nn.Dropout`` would.
 
     Args:
         queries: the queries of every head.
-        keys: the keys; as many as queries when ``causal``.
+        keys: the keys.
         values: the values, one per key.
-        causal: mask every key that comes after its query. Default:
-            ``False``.
+        causal: mask every key that comes after its query, aligned
+            bottom-right. Default: ``False``.
         tile_size: queries per query tile and keys per key tile, at least 1.
             Need not divide the sequence length. Default: 64.
         dropout_p: dropout probability on the attention weights. Default: 0.
@@ -271,7 +288,7 @@ def flash_attention(
     Returns:
         ``(context_vec, lse)``: the attention output, and the log-sum-exp of
         each query's scaled (and masked) scores, the one number per query
-        that a backward pass needs (see :func:`weights_from_lse`).
+        that a backward pass needs (see :func:`flash_attention_backward`).
 
     Example:
         >>> _ = torch.manual_seed(0)
@@ -282,14 +299,13 @@ def flash_attention(
         True
         >>> lse.shape
         torch.Size([2, 4, 10])
+        >>> last, _ = flash_attention(q[..., 7:, :], k, v, causal=True, tile_size=3)
+        >>> torch.allclose(last, expected[..., 7:, :], atol=1e-6)  # 3 newest
+        True
     """
     check_tiled(queries, keys, values, tile_size, causal, dropout_p)
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
-    if causal and num_queries != num_keys:
-        raise ValueError(
-            "causal flash_attention needs as many queries as keys, got "
-            f"{num_queries} queries and {num_keys} keys"
-        )
+    offset = num_keys - num_queries  # query i is position i + offset
     scale = queries.shape[-1] ** -0.5
     if num_queries == 0:  # no tile at all: empty results of the right shapes
         out = queries.new_zeros(*queries.shape[:-1], values.shape[-1])
@@ -301,22 +317,25 @@ def flash_attention(
         m = torch.full_like(q_tile[..., :1], -torch.inf)  # (..., bq, 1)
         ell = torch.zeros_like(m)  # (..., bq, 1)
         o = torch.zeros_like(q_tile)  # (..., bq, hd)
-        last_key = q1 if causal else num_keys  # causal: skip tiles above it
+        # causal: the last query sees keys up to q1 - 1 + offset; skip the rest
+        last_key = min(num_keys, q1 + offset) if causal else num_keys
+        blind_rows = causal and q0 + offset < 0  # some query here sees no key
         for k0 in range(0, last_key, tile_size):
             k_tile = keys[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
             v_tile = values[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
             # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
             attn_scores = q_tile @ k_tile.transpose(-2, -1) * scale
             k1 = k0 + k_tile.shape[-2]  # one past the tile's last key
-            if causal and k1 > q0 + 1:  # the diagonal crosses this tile
-                device = queries.device
-                rows = torch.arange(q0, q1, device=device).unsqueeze(1)  # (bq, 1)
-                future = torch.arange(k0, k1, device=device) > rows  # (bq, bk)
-                attn_scores = attn_scores.masked_fill(future, -torch.inf)
+            if causal and k1 > q0 + offset + 1:  # the diagonal crosses this tile
+                attn_scores = attn_scores.masked_fill(
+                    _future(q0, q1, k0, k1, offset, queries.device), -torch.inf
+                )
             # The result does not depend on m (it cancels), so no
             # gradient needs to flow through it: detach() saves work.
             m_tile = attn_scores.detach().amax(dim=-1, keepdim=True)
             m_new = torch.maximum(m, m_tile)  # (..., bq, 1)
+            if blind_rows:  # subtract 0, not -inf, where a row sees no key
+                m_new = m_new.masked_fill(m_new == -torch.inf, 0.0)
             p = torch.exp(attn_scores - m_new)  # unnormalised (..., bq, bk)
             rescale = torch.exp(m - m_new)  # (..., bq, 1)
             ell = ell * rescale + p.sum(dim=-1, keepdim=True)
@@ -324,10 +343,20 @@ def flash_attention(
                 p = F.dropout(p, dropout_p)  # the weights, not the sum
             o = o * rescale + p @ v_tile  # (..., bq, bk) @ (..., bk, hd)
             m = m_new
-        out_tiles.append(o / ell)  # (..., bq, hd)
         lse_tiles.append((m + torch.log(ell)).squeeze(-1))  # (..., bq)
+        if blind_rows:  # a row that saw no key: o = 0, ell = 0, lse = -inf
+            ell = ell.masked_fill(ell == 0, 1.0)  # so its output is 0 / 1
+        out_tiles.append(o / ell)  # (..., bq, hd)
     # Tiles in query order: bq-sized pieces -> (..., Tq, hd) and (..., Tq)
     return torch.cat(out_tiles, dim=-2), torch.cat(lse_tiles, dim=-1)
+
+
+def _future(
+    q0: int, q1: int, k0: int, k1: int, offset: int, device: torch.device
+) -> torch.Tensor:
+    """The causal mask of one tile pair: True where key ``j > i + offset``."""
+    rows = torch.arange(q0, q1, device=device).unsqueeze(1) + offset  # (bq, 1)
+    return torch.arange(k0, k1, device=device) > rows  # (bq, bk)
 
 
 def weights_from_lse(
@@ -374,6 +403,352 @@ def weights_from_lse(
     return torch.exp(attn_scores - lse.unsqueeze(-1))  # (..., bq, bk)
 
 
+def softmax_backward(
+    attn_weights: torch.Tensor, grad_weights: torch.Tensor
+) -> torch.Tensor:
+    """The gradient of the softmax, row by row: from the weights' to the scores'.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, the
+    backward pass. For one row, ``p = softmax(s)`` has the Jacobian
+    ``dp_j / ds_k = p_j (1[j = k] - p_k)``, so a gradient ``dp`` on the
+    weights becomes ``ds = p * (dp - sum(p * dp))`` on the scores: no
+    ``n x n`` Jacobian is ever built, one dot product per row is enough.
+
+    Args:
+        attn_weights: the softmax's output, each row summing to 1.
+        grad_weights: the gradient of the loss with respect to those weights.
+
+    Shape:
+        attn_weights: ``(..., n)``
+        grad_weights: ``(..., n)``
+        Output: ``(..., n)``
+
+    Returns:
+        The gradient of the loss with respect to the scores.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> scores = torch.randn(5, requires_grad=True)
+        >>> weights = torch.softmax(scores, dim=-1)
+        >>> grad_weights = torch.randn(5)
+        >>> (expected,) = torch.autograd.grad(weights, scores, grad_weights)
+        >>> torch.allclose(softmax_backward(weights, grad_weights), expected)
+        True
+    """
+    check_like(("attn_weights", attn_weights), ("grad_weights", grad_weights))
+    row_dot = (attn_weights * grad_weights).sum(dim=-1, keepdim=True)  # (..., 1)
+    return attn_weights * (grad_weights - row_dot)  # (..., n)
+
+
+def backward_delta(grad_out: torch.Tensor, context_vec: torch.Tensor) -> torch.Tensor:
+    """``D = rowsum(dO * O)``: the softmax backward's dot product, from the output.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, the
+    backward pass. :func:`softmax_backward` needs ``sum_j P_ij dP_ij`` for
+    every query ``i``, a sum over the whole row of weights. With
+    ``dP = dO V^T`` and ``O = P V``, that sum is
+    ``sum_j P_ij (dO_i . V_j) = dO_i . (sum_j P_ij V_j) = dO_i . O_i``:
+    one dot product of two vectors of ``hd`` numbers that the backward pass
+    already has, computed once before the tiles.
+
+    Args:
+        grad_out: the gradient of the loss with respect to the output ``O``.
+        context_vec: the output ``O`` of the forward pass.
+
+    Shape:
+        grad_out: ``(..., Tq, hd)``
+        context_vec: ``(..., Tq, hd)``
+        Output: ``(..., Tq)``
+
+    Returns:
+        ``D``, one number per query.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v, grad_out = torch.randn(4, 6, 8).unbind(0)  # (T, hd)
+        >>> weights = torch.softmax(q @ k.T / 8**0.5, dim=-1)  # (T, T)
+        >>> grad_weights = grad_out @ v.T  # dP = dO V^T, (T, T)
+        >>> row_dot = (weights * grad_weights).sum(-1)  # needs the whole row
+        >>> torch.allclose(backward_delta(grad_out, weights @ v), row_dot)
+        True
+    """
+    check_like(("grad_out", grad_out), ("context_vec", context_vec))
+    return (grad_out * context_vec).sum(dim=-1)  # (..., Tq, hd) -> (..., Tq)
+
+
+def tile_backward(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    grad_out: torch.Tensor,
+    lse: torch.Tensor,
+    delta: torch.Tensor,
+    future: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """One tile pair's share of ``dQ``, ``dK`` and ``dV``, weights recomputed from L.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, the
+    backward pass. For a tile of queries and a tile of keys: recompute the
+    scores ``S = Q K^T / sqrt(hd)`` and the weights ``P = exp(S - L)``
+    (:func:`weights_from_lse`; every exponent is at most 0, since
+    ``L >= max S``), then ``dV = P^T dO``, ``dP = dO V^T``,
+    ``dS = P * (dP - D)`` (:func:`softmax_backward`, with
+    :func:`backward_delta` for the row's dot product), ``dQ = dS K / sqrt(hd)``
+    and ``dK = dS^T Q / sqrt(hd)``. A query's ``dQ`` is the sum of its shares
+    over the key tiles, a key's ``dK`` and ``dV`` the sum over the query
+    tiles.
+
+    Args:
+        queries: a tile of queries ``Q``.
+        keys: a tile of keys ``K``.
+        values: the values ``V`` of those keys.
+        grad_out: ``dO``, the gradient on the queries' outputs.
+        lse: ``L``, the log-sum-exp of each query's whole row (from
+            :func:`flash_attention`).
+        delta: ``D`` of each query (from :func:`backward_delta`).
+        future: where the tile is masked (``True`` = key in the query's
+            future), or ``None`` for a tile with no masked pair.
+
+    Shape:
+        queries: ``(..., bq, hd)``
+        keys: ``(..., bk, hd)``
+        values: ``(..., bk, hd)``
+        grad_out: ``(..., bq, hd)``
+        lse: ``(..., bq)``
+        delta: ``(..., bq)``
+        future: ``(bq, bk)``
+        Output: ``(..., bq, hd)``, ``(..., bk, hd)``, ``(..., bk, hd)``
+
+    Returns:
+        ``(grad_queries, grad_keys, grad_values)``: this tile pair's share.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = (t.requires_grad_() for t in torch.randn(3, 6, 8).unbind(0))
+        >>> out, lse = flash_attention(q, k, v)  # one tile pair: the whole matrix
+        >>> grad_out = torch.randn(6, 8)
+        >>> expected = torch.autograd.grad(out, (q, k, v), grad_out)
+        >>> delta = backward_delta(grad_out, out.detach())
+        >>> grads = tile_backward(q, k, v, grad_out, lse.detach(), delta)
+        >>> all(torch.allclose(g, e, atol=1e-6) for g, e in zip(grads, expected))
+        True
+    """
+    check_tile_backward(queries, keys, values, grad_out, lse, delta, future)
+    return _tile_backward(queries, keys, values, grad_out, lse, delta, future)
+
+
+def _tile_backward(
+    q: torch.Tensor,
+    k: torch.Tensor,
+    v: torch.Tensor,
+    grad_out: torch.Tensor,
+    lse: torch.Tensor,
+    delta: torch.Tensor,
+    future: torch.Tensor | None,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`tile_backward` without the checks, for the loop over tiles."""
+    scale = q.shape[-1] ** -0.5
+    # S = Q K^T / sqrt(hd): (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
+    attn_scores = q @ k.transpose(-2, -1) * scale
+    if future is not None:
+        attn_scores = attn_scores.masked_fill(future, -torch.inf)
+    # P = exp(S - L): (..., bq, bk) - (..., bq, 1); masked entries give 0
+    attn_weights = torch.exp(attn_scores - lse.unsqueeze(-1))
+    # dV = P^T dO: (..., bk, bq) @ (..., bq, hd) -> (..., bk, hd)
+    grad_values = attn_weights.transpose(-2, -1) @ grad_out
+    # dP = dO V^T: (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
+    grad_weights = grad_out @ v.transpose(-2, -1)
+    # dS = P * (dP - D): (..., bq, bk) - (..., bq, 1)
+    grad_scores = attn_weights * (grad_weights - delta.unsqueeze(-1))
+    # dQ = dS K / sqrt(hd): (..., bq, bk) @ (..., bk, hd) -> (..., bq, hd)
+    grad_queries = grad_scores @ k * scale
+    # dK = dS^T Q / sqrt(hd): (..., bk, bq) @ (..., bq, hd) -> (..., bk, hd)
+    grad_keys = grad_scores.transpose(-2, -1) @ q * scale
+    return grad_queries, grad_keys, grad_values
+
+
+def flash_attention_backward(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    context_vec: torch.Tensor,
+    lse: torch.Tensor,
+    grad_out: torch.Tensor,
+    causal: bool = False,
+    tile_size: int = 64,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The gradients of :func:`flash_attention`, tile by tile, from ``L`` alone.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, the
+    backward pass. ``D = rowsum(dO * O)`` once (:func:`backward_delta`),
+    then, as in FlashAttention-2, one key tile at a time: its ``dK`` and
+    ``dV`` are summed over the query tiles, and each query tile's ``dQ``
+    receives its share (:func:`tile_backward`). Nothing of size
+    ``Tq x Tk`` is kept: each tile of weights is recomputed from the queries,
+    the keys and the log-sum-exp. With ``causal=True`` (aligned
+    bottom-right, as in the forward pass), the tile pairs wholly in the
+    future are skipped and only those the diagonal crosses are masked.
+
+    Args:
+        queries: the forward pass's queries.
+        keys: its keys.
+        values: its values.
+        context_vec: its output ``O``.
+        lse: its log-sum-exp ``L``.
+        grad_out: ``dO``, the gradient of the loss with respect to ``O``.
+        causal: whether the forward pass was causal. Default: ``False``.
+        tile_size: queries per query tile and keys per key tile. Default: 64.
+
+    Shape:
+        queries: ``(..., Tq, hd)``
+        keys: ``(..., Tk, hd)``
+        values: ``(..., Tk, hd)``
+        context_vec: ``(..., Tq, hd)``
+        lse: ``(..., Tq)``
+        grad_out: ``(..., Tq, hd)``
+        Output: ``(..., Tq, hd)``, ``(..., Tk, hd)``, ``(..., Tk, hd)``
+
+    Returns:
+        ``(grad_queries, grad_keys, grad_values)``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = (t.requires_grad_() for t in torch.randn(3, 2, 9, 4).unbind(0))
+        >>> expected_out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        >>> grad_out = torch.randn(2, 9, 4)
+        >>> expected = torch.autograd.grad(expected_out, (q, k, v), grad_out)
+        >>> with torch.no_grad():
+        ...     out, lse = flash_attention(q, k, v, causal=True, tile_size=4)
+        ...     grads = flash_attention_backward(q, k, v, out, lse, grad_out, True, 4)
+        >>> all(torch.allclose(g, e, atol=1e-6) for g, e in zip(grads, expected))
+        True
+    """
+    check_flash_backward(
+        queries, keys, values, context_vec, lse, grad_out, tile_size, causal
+    )
+    return _flash_backward(
+        queries, keys, values, context_vec, lse, grad_out, causal, tile_size
+    )
+
+
+def _flash_backward(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    values: torch.Tensor,
+    context_vec: torch.Tensor,
+    lse: torch.Tensor,
+    grad_out: torch.Tensor,
+    causal: bool,
+    tile_size: int,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`flash_attention_backward` without the checks."""
+    num_queries, num_keys = queries.shape[-2], keys.shape[-2]
+    offset = num_keys - num_queries  # query i is position i + offset
+    delta = (grad_out * context_vec).sum(dim=-1)  # D: (..., Tq, hd) -> (..., Tq)
+    # A query that saw no key has L = -inf and only masked scores: use L = 0
+    # there, so that P = exp(-inf - 0) = 0 instead of exp(-inf + inf) = nan.
+    lse = lse.masked_fill(lse == -torch.inf, 0.0)
+    grad_queries = torch.zeros_like(queries)  # (..., Tq, hd)
+    grad_keys = torch.zeros_like(keys)  # (..., Tk, hd)
+    grad_values = torch.zeros_like(values)  # (..., Tk, hd)
+    for k0 in range(0, num_keys, tile_size):
+        k1 = min(k0 + tile_size, num_keys)  # one past the tile's last key
+        # causal: the first query tile whose last query may see key k0
+        first = max(0, k0 - offset) // tile_size * tile_size if causal else 0
+        for q0 in range(first, num_queries, tile_size):
+            q1 = min(q0 + tile_size, num_queries)  # one past its last query
+            future = None  # no masked pair, unless the diagonal crosses the tile
+            if causal and k1 > q0 + offset + 1:
+                future = _future(q0, q1, k0, k1, offset, queries.device)
+            dq, dk, dv = _tile_backward(
+                queries[..., q0:q1, :],
+                keys[..., k0:k1, :],
+                values[..., k0:k1, :],
+                grad_out[..., q0:q1, :],
+                lse[..., q0:q1],
+                delta[..., q0:q1],
+                future,
+            )
+            grad_queries[..., q0:q1, :] += dq  # (..., bq, hd)
+            grad_keys[..., k0:k1, :] += dk  # (..., bk, hd)
+            grad_values[..., k0:k1, :] += dv  # (..., bk, hd)
+    return grad_queries, grad_keys, grad_values
+
+
+class FlashAttentionFunction(torch.autograd.Function):
+    """:func:`flash_attention` with its own backward pass, linear in memory.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, the
+    backward pass. The forward pass runs :func:`flash_attention` and keeps
+    only ``Q``, ``K``, ``V``, the output ``O`` and the log-sum-exp ``L``;
+    the backward pass is :func:`flash_attention_backward`, which recomputes
+    each tile of weights from them. Autograd, differentiating the tiled loop
+    itself, would keep every tile's scores and weights instead. No dropout:
+    :class:`FlashMultiHeadAttention` falls back to autograd when it needs
+    one.
+
+    Call it as ``FlashAttentionFunction.apply(queries, keys, values,
+    causal, tile_size)`` (positional arguments, as for every
+    ``torch.autograd.Function``).
+
+    Args:
+        queries: the queries of every head.
+        keys: the keys.
+        values: the values.
+        causal: mask the future, aligned bottom-right.
+        tile_size: queries per query tile and keys per key tile, at least 1.
+
+    Shape:
+        queries: ``(..., Tq, hd)``
+        keys: ``(..., Tk, hd)``
+        values: ``(..., Tk, hd)``
+        context_vec: ``(..., Tq, hd)``
+        lse: ``(..., Tq)``
+
+    Returns:
+        ``(context_vec, lse)`` as :func:`flash_attention` returns them; the
+        log-sum-exp has no gradient.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = (t.requires_grad_() for t in torch.randn(3, 7, 4).unbind(0))
+        >>> out, lse = FlashAttentionFunction.apply(q, k, v, True, 3)
+        >>> out.sum().backward()
+        >>> expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        >>> (dq,) = torch.autograd.grad(expected.sum(), q)
+        >>> torch.allclose(q.grad, dq, atol=1e-6)
+        True
+    """
+
+    @staticmethod
+    def forward(
+        ctx: torch.autograd.function.FunctionCtx,
+        queries: torch.Tensor,
+        keys: torch.Tensor,
+        values: torch.Tensor,
+        causal: bool = False,
+        tile_size: int = 64,
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        context_vec, lse = flash_attention(queries, keys, values, causal, tile_size)
+        # Five tensors, each (..., T, hd) or (..., T): nothing of size T x T.
+        ctx.save_for_backward(queries, keys, values, context_vec, lse)
+        ctx.causal, ctx.tile_size = causal, tile_size
+        ctx.mark_non_differentiable(lse)
+        return context_vec, lse
+
+    @staticmethod
+    def backward(
+        ctx: torch.autograd.function.FunctionCtx,
+        grad_out: torch.Tensor,
+        _grad_lse: torch.Tensor | None,
+    ) -> tuple[torch.Tensor | None, ...]:
+        queries, keys, values, context_vec, lse = ctx.saved_tensors
+        grads = _flash_backward(
+            queries, keys, values, context_vec, lse, grad_out, ctx.causal, ctx.tile_size
+        )
+        return (*grads, None, None)  # no gradient for causal and tile_size
+
+
 class FlashMultiHeadAttention(_FusedWeights):
     """Multi-head causal attention with a tiled, FlashAttention-style core.
 
@@ -382,12 +757,16 @@ class FlashMultiHeadAttention(_FusedWeights):
     :func:`flash_attention` with ``causal=True``: queries and keys in tiles
     of ``tile_size`` tokens, a running softmax, no ``T x T`` tensor and no
     mask buffer. A teaching version in plain PyTorch: a Python loop over the
-    tiles, each step a separate kernel, differentiated by autograd (which
-    stores every tile's intermediate results for the backward pass).
+    tiles, each step a separate kernel. Its backward pass is
+    :class:`FlashAttentionFunction`'s, which keeps only ``Q``, ``K``, ``V``,
+    the output and the log-sum-exp and recomputes each tile of weights, so
+    training needs memory linear in ``T`` too.
 
     Equivalent to :class:`~attention.MultiHeadAttention` up to rounding:
     same parameters, same outputs, same gradients. Dropout acts on the
-    attention weights in training mode only.
+    attention weights in training mode only; with dropout, the forward pass
+    is :func:`flash_attention` differentiated by autograd (which keeps each
+    tile's weights, and the dropout masks, for the backward pass).
 
     Args:
         d_in: width of each input token embedding.
@@ -459,16 +838,16 @@ class FlashMultiHeadAttention(_FusedWeights):
         keys = keys.transpose(1, 2)
         values = values.transpose(1, 2)
 
-        # The tiled core: (b, h, T, hd) x 3 -> (b, h, T, hd), and the
-        # log-sum-exp (b, h, T), which a hand-written backward would keep.
-        context_vec, _ = flash_attention(
-            queries,
-            keys,
-            values,
-            causal=True,
-            tile_size=self.tile_size,
-            dropout_p=self.dropout_p if self.training else 0.0,
-        )
+        # The tiled core: (b, h, T, hd) x 3 -> (b, h, T, hd), with its own
+        # backward pass, which keeps Q, K, V, the output and the log-sum-exp.
+        if self.training and self.dropout_p > 0.0:  # dropout: autograd's backward
+            context_vec, _ = flash_attention(
+                queries, keys, values, True, self.tile_size, self.dropout_p
+            )
+        else:
+            context_vec, _ = FlashAttentionFunction.apply(
+                queries, keys, values, True, self.tile_size
+            )
         # Merge the heads: (b, h, T, hd) -> (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.transpose(1, 2)
         context_vec = context_vec.reshape(b, num_tokens, self.d_out)

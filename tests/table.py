@@ -454,7 +454,7 @@ def _qkv_sample(fn: Callable) -> Callable[[Draw], Sample]:
     def sample(d: Draw) -> Sample:
         b, Tk, hd, tile = d.int(0, 2), d.int(1, 7), d.int(1, 5), d.int(1, 7)
         causal = fn is A.flash_attention and d.flag()
-        Tq = Tk if causal else d.int(0, 7)
+        Tq = d.int(0, 7)  # causal with Tq != Tk: the triangle aligned bottom-right
         q, k, v = d.t(b, 2, Tq, hd), d.t(b, 2, Tk, hd), d.t(b, 2, Tk, hd)
         if fn is attention.flash_attention:
             return Sample(fn, (q, k, v), {"causal": causal, "tile_size": tile})
@@ -471,6 +471,64 @@ def _flash_ref(s: Sample):
         scores if hidden is None else scores.masked_fill(hidden, -math.inf), -1
     )
     return attend(q, k, v, hidden), lse
+
+
+def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
+    """q, k, v, O, L and dO of a causal (bottom-right) or dense attention."""
+
+    def sample(d: Draw) -> Sample:
+        Tq, Tk, hd, tile = d.int(1, 6), d.int(1, 6), d.int(1, 4), d.int(1, 5)
+        q, grad_out = d.t(2, Tq, hd), d.t(2, Tq, hd)
+        k, v = d.t(2, Tk, hd), d.t(2, Tk, hd)
+        causal = fn is not A.tile_backward and d.flag()
+        hidden = future(Tq, Tk).to(q.device) if causal else None
+        scores = q @ k.transpose(-2, -1) / math.sqrt(hd)
+        if hidden is not None:
+            scores = scores.masked_fill(hidden, -math.inf)
+        out, lse = softmax_rows(scores) @ v, torch.logsumexp(scores, dim=-1)
+        given = {"causal": causal, "grad_out": grad_out}
+        if fn is A.tile_backward:
+            delta = (grad_out * out).sum(-1)
+            return Sample(fn, (q, k, v, grad_out, lse, delta), given=given)
+        if fn is A.flash_attention_backward:
+            args = (q, k, v, out, lse, grad_out, causal, tile)
+            return Sample(fn, args, given=given)
+        return Sample(fn, (q, k, v, causal, tile), given=given)
+
+    return sample
+
+
+def _backward_ref(s: Sample):
+    """The gradients of the formula, by autograd in float64."""
+    q, k, v = (cpu(a).double().requires_grad_() for a in s.args[:3])
+    hidden = future(q.shape[-2], k.shape[-2]) if s.given["causal"] else None
+    if s.fn == A.FlashAttentionFunction.apply:
+        return _flash_ref(Sample(s.fn, (q, k, v), {"causal": s.given["causal"]}))
+    with torch.enable_grad():
+        out = attend(q, k, v, hidden)
+        grad_out = cpu(s.given["grad_out"]).double()
+        return torch.autograd.grad(out, (q, k, v), grad_out)
+
+
+def _softmax_backward(d: Draw) -> Sample:
+    scores = d.t(3, d.int(1, 5))
+    grad = d.t(*scores.shape)
+    return Sample(A.softmax_backward, (torch.softmax(scores, -1), grad))
+
+
+def _softmax_backward_ref(s: Sample):
+    weights, grad = (cpu(a).double() for a in s.args)
+    return weights * (grad - (weights * grad).sum(-1, keepdim=True))
+
+
+def _backward_delta(d: Draw) -> Sample:
+    shape = (d.int(0, 2), d.int(1, 4), d.int(1, 4))
+    return Sample(A.backward_delta, (d.t(*shape), d.t(*shape)))
+
+
+def _backward_delta_ref(s: Sample):
+    grad_out, out = (cpu(a).double() for a in s.args)
+    return torch.einsum("btd,btd->bt", grad_out, out)
 
 
 def _weights_from_lse(d: Draw) -> Sample:
@@ -1056,14 +1114,34 @@ PUBLIC: list[OpInfo] = [
         bad("keys-float64", lambda: A.flash_attention(Q, Q.double(), Q),
             "keys; float64; float32"),
         bad("head_dim", lambda: A.flash_attention(Q, z(1, 2, 4), Q), "head_dim; 3; 4"),
-        bad("causal-short", lambda: A.flash_attention(Q[:, :1], Q, Q, causal=True),
-            "causal; 1; 2"),
         bad("causal-None", lambda: A.flash_attention(Q, Q, Q, causal=None),
             "causal; None", TYPE),
         *bad_values(lambda v: A.flash_attention(Q, Q, Q, tile_size=v), "tile_size"),
         *bad_values(lambda p: A.flash_attention(Q, Q, Q, dropout_p=p), "dropout_p",
                     PROBABILITIES),
     )),
+    OpInfo("softmax_backward", _softmax_backward, _softmax_backward_ref, (
+        *not_tensors(lambda p: A.softmax_backward(p, LSE), "attn_weights"),
+        bad("shape", lambda: A.softmax_backward(LSE, z(1, 3)), "grad_weights; (1, 3)"),
+    )),
+    OpInfo("backward_delta", _backward_delta, _backward_delta_ref, (
+        *not_tensors(lambda o: A.backward_delta(Q, o), "context_vec"),
+        bad("shape", lambda: A.backward_delta(Q, z(1, 3, 3)), "context_vec; (1, 3, 3)"),
+    )),
+    OpInfo("tile_backward", _backward_sample(A.tile_backward), _backward_ref, (
+        *not_tensors(lambda g: A.tile_backward(Q, Q, Q, g, LSE, LSE), "grad_out"),
+        bad("lse", lambda: A.tile_backward(Q, Q, Q, Q, z(1, 3), LSE), "lse; (1, 3)"),
+    )),
+    OpInfo("flash_attention_backward", _backward_sample(A.flash_attention_backward),
+        _backward_ref, (
+        *not_tensors(lambda o: A.flash_attention_backward(Q, Q, Q, o, LSE, Q),
+                     "context_vec"),
+        *bad_values(lambda v: A.flash_attention_backward(Q, Q, Q, Q, LSE, Q, False, v),
+                    "tile_size"),
+    )),
+    OpInfo("FlashAttentionFunction", _backward_sample(A.FlashAttentionFunction.apply),
+        _backward_ref, not_tensors(lambda q: A.FlashAttentionFunction.apply(q, Q, Q),
+                                   "queries")),
     OpInfo("weights_from_lse", _weights_from_lse, _lse_weights_ref, (
         *not_tensors(lambda q: A.weights_from_lse(q, Q, LSE), "queries"),
         *not_tensors(lambda lse: A.weights_from_lse(Q, Q, lse), "lse"),

@@ -15,13 +15,20 @@ import torch
 import torch.nn.functional as F
 
 from attention import (
+    FlashAttentionFunction,
     FlashMultiHeadAttention,
+    KVCache,
     MultiHeadAttention,
+    backward_delta,
+    cached_attention,
     copy_weights,
     flash_attention,
+    flash_attention_backward,
     online_softmax,
     online_softmax_stats,
+    softmax_backward,
     softmax_three_pass,
+    tile_backward,
     weights_from_lse,
 )
 
@@ -37,6 +44,15 @@ def qkv(shape, seed=0, dtype=torch.float64, num_keys=None):
     k = torch.randn(*lead, t_k, hd, generator=gen, dtype=dtype)
     v = torch.randn(*lead, t_k, hd, generator=gen, dtype=dtype)
     return q, k, v
+
+
+def reference_lse(q, k, causal):
+    """log(sum(exp(s))) of each query's scaled scores, the plain way."""
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (..., Tq, Tk)
+    if causal:
+        future = torch.ones(scores.shape[-2:], dtype=torch.bool).triu(1)
+        scores = scores.masked_fill(future, -torch.inf)
+    return torch.logsumexp(scores, dim=-1)
 
 
 # --- the softmax, three passes and online ---------------------------------------------
@@ -67,6 +83,46 @@ def test_online_stats_equal_the_three_passes(tile_size: int) -> None:
 
 
 # --- attention over tiles ---------------------------------------------------------
+
+
+# (b, h, T, hd): one token, a tile's worth, odd lengths, one head, wide heads
+SHAPES = [(1, 1, 1, 4), (2, 3, 13, 8), (1, 2, 16, 5), (3, 1, 7, 16), (1, 4, 33, 2)]
+TILES = [1, 3, 4, 8, 16, 64]  # some divide T, some don't, some exceed it
+
+
+def bottom_right(q, k, v, causal=True):
+    """The formula: query i of Tq sees key j of Tk when j <= i + Tk - Tq; a query
+    that sees no key gives 0 (FlashAttention's reference does the same)."""
+    t_q, t_k = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (..., Tq, Tk)
+    if causal:
+        rows, cols = torch.arange(t_q).unsqueeze(1), torch.arange(t_k)
+        scores = scores.masked_fill(cols > rows + t_k - t_q, -torch.inf)
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # blind rows: 0
+    return weights @ v, torch.logsumexp(scores, dim=-1)
+
+
+@pytest.mark.parametrize("tile_size", [3, 5, 7])  # none divides 11 or 13
+@pytest.mark.parametrize("t_q", [1, 4, 11, 13])  # 13 > 11 keys: two blind rows
+def test_causal_with_fewer_queries_is_aligned_bottom_right(t_q, tile_size) -> None:
+    q, k, v = qkv((2, 3, t_q, 8), num_keys=11)
+    out, lse = flash_attention(q, k, v, causal=True, tile_size=tile_size)
+    expected, expected_lse = bottom_right(q, k, v)
+    torch.testing.assert_close(out, expected, **F64)
+    torch.testing.assert_close(lse, expected_lse, **F64)
+    if t_q > 11:  # the first t_q - 11 queries see no key
+        assert (out[..., : t_q - 11, :] == 0).all()
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 5, 7, 11])
+def test_chunked_prefill_equals_one_prefill(chunk: int) -> None:
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(6, 8, context_length=11, dropout=0.0, num_heads=2)
+    mha = mha.double()
+    x = torch.randn(2, 11, 6, dtype=torch.float64)
+    cache = KVCache(context_length=11)
+    chunks = [cached_attention(mha, part, cache) for part in x.split(chunk, dim=1)]
+    torch.testing.assert_close(torch.cat(chunks, dim=1), mha(x), **F64)
 
 
 @pytest.mark.parametrize("tile_index", [0, 1, 2])
@@ -147,3 +203,108 @@ def test_class_with_its_default_tiles_at_a_length_they_do_not_divide() -> None:
     assert flash.tile_size == 64
     x = torch.randn(2, 150, 32)  # tiles of 64, 64 and 22 tokens
     torch.testing.assert_close(flash(x), mha(x), atol=1e-5, rtol=1e-5)
+
+
+# --- the backward pass, step by step ------------------------------------------------
+
+
+def test_softmax_backward_and_delta_equal_autograd() -> None:
+    q, k, v = (t.requires_grad_() for t in qkv((2, 7, 5), num_keys=9))
+    grad_out = torch.randn(2, 7, 5, dtype=torch.float64)
+    scores = q @ k.transpose(-2, -1) / 5**0.5  # (b, Tq, Tk)
+    weights = scores.softmax(dim=-1)
+    out = weights @ v
+    grad_weights, grad_scores = torch.autograd.grad(out, (weights, scores), grad_out)
+    torch.testing.assert_close(softmax_backward(weights, grad_weights), grad_scores)
+    # D = rowsum(dO * O) is the row sum of P * dP that softmax_backward needs.
+    delta = backward_delta(grad_out, out)
+    torch.testing.assert_close(delta, (weights * grad_weights).sum(-1), **F64)
+    torch.testing.assert_close(
+        weights * (grad_weights - delta.unsqueeze(-1)), grad_scores, **F64
+    )
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+def test_one_tile_pair_gives_the_whole_gradient_of_one_tile(causal: bool) -> None:
+    # One tile pair that covers the whole (6 queries, 9 keys) matrix: its
+    # shares are the whole gradients; with `future`, aligned bottom-right.
+    q, k, v = (t.requires_grad_() for t in qkv((3, 6, 4), num_keys=9))
+    grad_out = torch.randn(3, 6, 4, dtype=torch.float64)
+    out, lse = bottom_right(q, k, v, causal)
+    expected = torch.autograd.grad(out, (q, k, v), grad_out)
+    future = torch.arange(9) > torch.arange(6).unsqueeze(1) + 3 if causal else None
+    delta = backward_delta(grad_out, out.detach())
+    grads = tile_backward(q, k, v, grad_out, lse.detach(), delta, future)
+    for name, grad, ref in zip("qkv", grads, expected, strict=True):
+        torch.testing.assert_close(grad, ref, **F64, msg=name)
+
+
+@pytest.mark.parametrize("tile_size", [1, 3, 5, 7])
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+@pytest.mark.parametrize("t_q", [4, 11], ids=["Tq<Tk", "Tq=Tk"])
+def test_tiled_backward_equals_autograd(t_q: int, causal: bool, tile_size) -> None:
+    q, k, v = (t.requires_grad_() for t in qkv((2, 2, t_q, 4), num_keys=11))
+    grad_out = torch.randn(2, 2, t_q, 4, dtype=torch.float64)
+    expected_out, _ = bottom_right(q, k, v, causal)
+    expected = torch.autograd.grad(expected_out, (q, k, v), grad_out)
+    with torch.no_grad():
+        out, lse = flash_attention(q, k, v, causal, tile_size)
+        grads = flash_attention_backward(q, k, v, out, lse, grad_out, causal, tile_size)
+    out, _ = FlashAttentionFunction.apply(q, k, v, causal, tile_size)
+    again = torch.autograd.grad(out, (q, k, v), grad_out)
+    for name, grad, grad2, ref in zip("qkv", grads, again, expected, strict=True):
+        torch.testing.assert_close(grad, ref, **F64, msg=name)
+        torch.testing.assert_close(grad2, ref, **F64, msg=name)
+
+
+def test_blind_queries_get_zero_gradient_not_nan() -> None:
+    q, k, v = (t.requires_grad_() for t in qkv((1, 7, 4), num_keys=5))
+    out, _ = FlashAttentionFunction.apply(q, k, v, True, 3)  # 2 queries see no key
+    grads = torch.autograd.grad(out.sum(), (q, k, v))
+    assert all(torch.isfinite(g).all() for g in grads)
+    assert (grads[0][:, :2] == 0).all()
+
+
+@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
+@pytest.mark.parametrize("t_q", [3, 5], ids=["Tq<Tk", "Tq=Tk"])
+def test_gradcheck_of_the_function(t_q: int, causal: bool) -> None:
+    q, k, v = (t.requires_grad_() for t in qkv((1, 2, t_q, 3), num_keys=5))
+    assert torch.autograd.gradcheck(
+        lambda q, k, v: FlashAttentionFunction.apply(q, k, v, causal, 2)[0], (q, k, v)
+    )
+
+
+def test_the_function_saves_q_k_v_o_and_l_only() -> None:
+    saved = []
+    q, k, v = (t.requires_grad_() for t in qkv((2, 3, 40, 4)))
+    with torch.autograd.graph.saved_tensors_hooks(
+        lambda t: saved.append(tuple(t.shape)) or t, lambda t: t
+    ):
+        FlashAttentionFunction.apply(q, k, v, True, 8)
+    assert saved == [(2, 3, 40, 4)] * 4 + [(2, 3, 40)]  # Q, K, V, O, L
+
+
+@pytest.mark.parametrize("tile_size", [1, 3, 5])
+@pytest.mark.parametrize(
+    ("b", "t", "d_in", "d_out", "h"),
+    [(2, 11, 6, 8, 2), (1, 7, 5, 3, 1)],
+    ids=["two-heads", "batch-and-head-of-one"],
+)
+def test_class_gradients_equal_the_chapters(b, t, d_in, d_out, h, tile_size) -> None:
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(d_in, d_out, 16, 0.0, h, qkv_bias=True).double()
+    flash = FlashMultiHeadAttention(d_in, d_out, 16, 0.0, h, qkv_bias=True).double()
+    copy_weights(mha, flash)
+    flash.tile_size = tile_size
+    x = torch.randn(b, t, d_in, dtype=torch.float64, requires_grad=True)
+    grad_out = torch.randn(b, t, d_out, dtype=torch.float64)
+    grads = torch.autograd.grad(flash(x), (x, *flash.parameters()), grad_out)
+    chapter = (x, mha.W_query, mha.W_key, mha.W_value, mha.out_proj)
+    params = [p for m in chapter[1:] for p in m.parameters()]
+    ref = torch.autograd.grad(mha(x), (x, *params), grad_out)
+    # qkv = [W_query; W_key; W_value] stacked by rows, weight then bias
+    q_w, q_b, k_w, k_b, v_w, v_b, out_w, out_b = ref[1:]
+    expected = (ref[0], torch.cat((q_w, k_w, v_w)), torch.cat((q_b, k_b, v_b)))
+    expected += (out_w, out_b)
+    for grad, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(grad, want, atol=1e-10, rtol=0)

@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     add("--warmup", type=int, help=f"untimed rounds (default {default.warmup})")
     add("--matmul-size", type=int, help="side of the matmul probe")
     add("--memory-tokens", type=int, nargs="+", help="lengths")
+    add("--train-memory-tokens", type=int, nargs="+", help="lengths, fwd+bwd")
     add("--memory-batch", type=int, help=f"default {default.memory_batch}")
     add("--no-memory", action="store_true", help="skip memory")
     add("--variants", nargs="+", help=f"default: all of {list(_all_variants())}")
@@ -102,6 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             "warmup": args.warmup,
             "matmul_size": args.matmul_size,
             "memory_tokens": tuple(args.memory_tokens) if args.memory_tokens else None,
+            "train_memory_tokens": tuple(args.train_memory_tokens)
+            if args.train_memory_tokens
+            else None,
             "memory_batch": args.memory_batch,
             "variants": tuple(args.variants) if args.variants else None,
             "threads": args.threads,

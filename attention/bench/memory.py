@@ -1,4 +1,7 @@
-"""Peak memory of one forward pass as the sequence grows (Linux only).
+"""Peak memory of one forward pass, or of a training step, as the sequence grows.
+
+Linux only. A training step is one forward pass and one backward pass,
+with gradients for the input and every parameter.
 
 Measured in a child process: before each call the kernel's peak-RSS counter
 is reset (``/proc/self/clear_refs``) and the resident size noted; after it,
@@ -7,8 +10,8 @@ runs with ``MALLOC_MMAP_THRESHOLD_=65536`` so that freed blocks go back to
 the operating system and one measurement cannot hide in the previous one's
 leftovers. This sees every byte torch allocates, including kernels' scratch
 buffers, which ``tracemalloc`` cannot see. The module's own weights and mask
-buffer are allocated before the reset and not counted. Batch 1 by default,
-so the chapter's class fits in RAM at 8192 tokens.
+buffer are allocated before the reset and not counted; their gradients,
+made by the backward pass, are. Batch 1 by default.
 """
 
 from __future__ import annotations
@@ -34,33 +37,42 @@ def _rss(key: str) -> int:
     raise RuntimeError(f"{key} not in /proc/self/status")
 
 
+def _peak(module: torch.nn.Module, x: torch.Tensor, backward: bool) -> int:
+    """The peak extra bytes of ``module(x)``, and its backward pass if asked."""
+    x.requires_grad_(backward)
+    with torch.inference_mode(not backward):
+        before = _rss("VmRSS")
+        with open("/proc/self/clear_refs", "w") as clear:
+            clear.write("5")  # reset the peak-RSS counter (Linux >= 4.0)
+        out = module(x)
+        if backward:
+            out.sum().backward()  # gradients of x and of every parameter
+        return _rss("VmHWM") - before
+
+
 def _memory_child() -> None:
     """Runs in the child process: reads a config on stdin, prints JSON."""
     fields = json.load(sys.stdin)
+    backward = fields.pop("backward")
     config = BenchConfig(
         **{k: tuple(v) if isinstance(v, list) else v for k, v in fields.items()}
     )
     torch.set_num_threads(config.threads)
+    lengths = config.train_memory_tokens if backward else config.memory_tokens
+    mode = "fwd+bwd" if backward else "forward"
     peaks: dict[str, list[int]] = {variant: [] for variant in config.variants}
-    small = min(config.memory_tokens)
+    small = min(lengths)
     for variant in config.variants:  # warm up each kernel once, small
-        with torch.inference_mode():
-            build(variant, config, small)(
-                torch.randn(config.memory_batch, small, config.d_model)
-            )
-    for tokens in config.memory_tokens:
+        _peak(build(variant, config, small), torch.randn(1, small, config.d_model),
+              backward)  # fmt: skip
+    for tokens in lengths:
         for variant in config.variants:
             module = build(variant, config, tokens)
             x = torch.randn(config.memory_batch, tokens, config.d_model)
-            with torch.inference_mode():
-                before = _rss("VmRSS")
-                with open("/proc/self/clear_refs", "w") as clear:
-                    clear.write("5")  # reset the peak-RSS counter (Linux >= 4.0)
-                out = module(x)
-                peaks[variant].append(_rss("VmHWM") - before)
-            del module, x, out
+            peaks[variant].append(_peak(module, x, backward))
+            del module, x
             print(
-                f"[bench] memory  {variant:>8}  T={tokens:<6} "
+                f"[bench] memory  {variant:>8}  T={tokens:<6} {mode} "
                 f"{peaks[variant][-1] / 2**20:10.1f} MiB",
                 file=sys.stderr,
                 flush=True,
@@ -68,15 +80,20 @@ def _memory_child() -> None:
     json.dump(peaks, sys.stdout)
 
 
-def measure_memory(config: BenchConfig) -> dict:
-    """Peak extra memory of one forward pass per variant as ``T`` grows.
+def measure_memory(config: BenchConfig, backward: bool = False) -> dict:
+    """Peak extra memory of one forward pass (or training step) per variant.
 
-    Book section: Beyond the chapter, Efficient multi-head attention. Runs
-    in a child process (Linux only; see ``attention.bench.memory``).
+    Book section: Beyond the chapter, Efficient multi-head attention, and
+    FlashAttention from scratch. Runs in a child process (Linux only; see
+    ``attention.bench.memory``).
 
     Args:
-        config: uses ``memory_tokens``, ``memory_batch``, ``d_model``,
-            ``heads``, ``variants``, ``threads``.
+        config: uses ``memory_tokens`` (``train_memory_tokens`` with
+            ``backward``), ``memory_batch``, ``d_model``, ``heads``,
+            ``variants``, ``threads``.
+        backward: measure a forward and a backward pass (gradients of the
+            input and every parameter) instead of one forward pass in
+            inference mode. Default: ``False``.
 
     Returns:
         ``{"batch": ..., "tokens": [...], "peak_bytes": {variant: [...]}}``.
@@ -86,7 +103,7 @@ def measure_memory(config: BenchConfig) -> dict:
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": "65536"}
     child = subprocess.run(
         [sys.executable, "-c", CHILD],
-        input=json.dumps(asdict(config)),
+        input=json.dumps({**asdict(config), "backward": backward}),
         capture_output=True,
         text=True,
         env=env,
@@ -97,6 +114,8 @@ def measure_memory(config: BenchConfig) -> dict:
         raise RuntimeError(f"the memory child failed with code {child.returncode}")
     return {
         "batch": config.memory_batch,
-        "tokens": list(config.memory_tokens),
+        "tokens": list(
+            config.train_memory_tokens if backward else config.memory_tokens
+        ),
         "peak_bytes": json.loads(child.stdout),
     }

@@ -25,6 +25,18 @@ def _cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def _memory_total() -> int | None:
+    """The machine's RAM in bytes (Linux), or ``None`` where it is not known."""
+    try:
+        with open("/proc/meminfo") as info:
+            for line in info:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024  # reported in kB
+    except OSError:
+        pass
+    return None
+
+
 def run(config: BenchConfig, memory: bool = True, progress: bool = True) -> dict:
     """Run the whole benchmark and return its results as a JSON-ready dict.
 
@@ -36,8 +48,9 @@ def run(config: BenchConfig, memory: bool = True, progress: bool = True) -> dict
         progress: report progress on stderr.
 
     Returns:
-        ``{"meta", "config", "matmul", "rows", "memory"}``; see
-        :func:`time_variants` and :func:`measure_memory`.
+        ``{"meta", "config", "matmul", "rows", "memory", "memory_train"}``;
+        see :func:`time_variants` and :func:`measure_memory` (``memory``:
+        one forward pass, ``memory_train``: forward and backward).
     """
     getloadavg = getattr(os, "getloadavg", None)
     results = {
@@ -47,6 +60,7 @@ def run(config: BenchConfig, memory: bool = True, progress: bool = True) -> dict
             "python": platform.python_version(),
             "cpu": _cpu_name(),
             "cpu_count": os.cpu_count(),
+            "memory_total_bytes": _memory_total(),
             "threads": config.threads,
             "load_average_before": getloadavg() if getloadavg else None,
         },
@@ -54,6 +68,7 @@ def run(config: BenchConfig, memory: bool = True, progress: bool = True) -> dict
     }
     results.update(time_variants(config, progress=progress))
     results["memory"] = measure_memory(config) if memory else None
+    results["memory_train"] = measure_memory(config, backward=True) if memory else None
     if getloadavg:
         results["meta"]["load_average_after"] = getloadavg()
     return results

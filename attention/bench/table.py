@@ -82,11 +82,11 @@ def _ceiling_lines(results: dict) -> list[str]:
     return lines
 
 
-def _memory_lines(memory: dict) -> list[str]:
+def _memory_lines(memory: dict, what: str = "one forward pass") -> list[str]:
     mib = {v: [b / 2**20 for b in bs] for v, bs in memory["peak_bytes"].items()}
     name = max(len(v) for v in mib)
     lines = [
-        f"peak extra memory of one forward pass, batch {memory['batch']}, MiB",
+        f"peak extra memory of {what}, batch {memory['batch']}, MiB",
         f"{'tokens':<{name}}"
         + "".join(f" {t:>8}" for t in memory["tokens"])
         + (f" {REFERENCE + '/x':>8}" if REFERENCE in mib else ""),
@@ -132,4 +132,6 @@ def format_report(results: dict) -> str:
     ]
     if results.get("memory"):
         lines += ["", *_memory_lines(results["memory"])]
+    if results.get("memory_train"):
+        lines += ["", *_memory_lines(results["memory_train"], "forward+backward")]
     return "\n".join(lines)
