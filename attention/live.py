@@ -16,6 +16,7 @@ and the model it describes is exactly the trained one.
 from __future__ import annotations
 
 import html
+import inspect
 import json
 import os
 from collections.abc import Mapping
@@ -176,25 +177,47 @@ def save_exports(
     return paths
 
 
+def heatmap_colours(count: int = 256) -> list[str]:
+    """The colour map of :func:`attention.plotting.heatmap`, as ``count`` colours.
+
+    Needs matplotlib. The live heatmaps use these, so that they look like the
+    page's static ones (colour ``k`` for values ``k / count`` of the way from
+    the smallest to the largest weight, as ``imshow`` does).
+
+    Example:
+        >>> heatmap_colours(3)
+        ['#f7fbff', '#6baed6', '#08306b']
+    """
+    import matplotlib
+
+    from .plotting import heatmap
+
+    name = inspect.signature(heatmap).parameters["cmap"].default
+    cmap = matplotlib.colormaps[name].resampled(count)
+    return [matplotlib.colors.to_hex(cmap(k)) for k in range(count)]
+
+
 class LiveWidget:
     """The place of a live widget on a page: an empty ``<div>`` a notebook shows.
 
     Book section: Beyond the chapter, Attention that has learned. The page's
     script (``attention-live.js``) fills it; without that script (a notebook,
-    a printout) it shows nothing.
+    a printout) it shows nothing. It carries the heatmaps' colours
+    (:func:`heatmap_colours`).
 
     Args:
         names: the weights files it draws from (names without ``.json``).
         **data: more ``data-`` attributes, such as the first input.
 
     Example:
-        >>> print(LiveWidget(["a", "b"], tokens=[3, 1])._repr_html_())
-        <div class="attention-live" data-attention-live="a b" data-tokens="3,1"></div>
+        >>> html = LiveWidget(["a", "b"], tokens=[3, 1])._repr_html_()
+        >>> print(html[:76])
+        <div class="attention-live" data-attention-live="a b" data-tokens="3,1" data
     """
 
     def __init__(self, names: list[str], **data: object) -> None:
         self.names = list(names)
-        self.data = data
+        self.data = {**data, "colors": heatmap_colours()}
 
     def _repr_html_(self) -> str:
         attributes = [f'data-attention-live="{" ".join(self.names)}"']

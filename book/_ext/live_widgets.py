@@ -14,15 +14,12 @@ both editions share. For each page with a widget it then
    (the file readers and the tests get), and writes ``<name>.js``, the same
    JSON handed to ``window.attentionLiveData``: a page opened from ``file://``
    may run a script but may not ``fetch()`` a JSON file;
-2. writes ``colors.js``, the colour map of the page's static heatmaps
-   (``attention.plotting.heatmap``'s default), as 256 colours;
-3. adds these scripts, ``attention-live.js`` (the forward pass and the
+2. adds these scripts, ``attention-live.js`` (the forward pass and the
    drawing) and ``attention-live.css`` to that page only.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import os
 import re
@@ -62,18 +59,6 @@ def widget_names(doctree) -> list[str]:
     return names
 
 
-def colormap_script() -> str:
-    """``colors.js``: the static heatmaps' colour map as 256 hex colours."""
-    import matplotlib
-
-    from attention.plotting import heatmap
-
-    name = inspect.signature(heatmap).parameters["cmap"].default
-    cmap = matplotlib.colormaps[name]
-    colours = [matplotlib.colors.to_hex(cmap(i / 255)) for i in range(256)]
-    return f"window.attentionLiveColors = {json.dumps(colours)};\n"
-
-
 def _write(path: Path, text: str) -> None:
     """Write atomically: two writing processes (-j 2) may write the same file."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -87,9 +72,6 @@ def _add_widget(app, pagename, templatename, context, doctree) -> None:
     if not names:
         return
     static = Path(app.outdir) / "_static" / FOLDER
-    if not (static / "colors.js").is_file():
-        _write(static / "colors.js", colormap_script())
-    app.add_js_file(f"{FOLDER}/colors.js")
     for name in names:
         exported = live_folder(app) / f"{name}.json"
         if not exported.is_file():

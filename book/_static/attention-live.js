@@ -8,7 +8,7 @@
  *     section 3.3's attention without trainable weights, for one query row.
  * The widgets draw from these two functions and nothing else. Numbers are
  * float64; the weights come from window.attentionLiveData (one script per
- * weights file), the colour map from window.attentionLiveColors.
+ * weights file), the heatmaps' colours from the widget's data-colors.
  * Visible words come from the page (a hidden list, translated like the
  * page's text): <li><code>key</code> text</li>.
  */
@@ -90,10 +90,12 @@
       const key = li.querySelector("code").textContent;
       found[key] = li.textContent.replace(key, "").trim();
     }
-    return (key, fill = {}) => {
+    const say = (key, fill = {}) => {
       if (!(key in found)) throw new Error(`attentionLive: no text "${key}" on the page`);
       return found[key].replace(/\{(\w+)\}/g, (_, n) => fill[n]);
     };
+    say.colours = root.dataset.colors.split(",");
+    return say;
   }
   let uid = 0;
   const id = (stem) => `attention-live-${stem}-${++uid}`;
@@ -107,7 +109,7 @@
       role: "grid", "aria-label": title, class: "al-heatmap" });
     const flat = matrix.flat(), lo = Math.min(...flat), hi = Math.max(...flat);
     const span = hi - lo || 1;
-    const colours = window.attentionLiveColors;
+    const colours = say.colours;
     svg.append(el("svg:text", { x: left + mid, y: 14, class: "al-title", "aria-hidden": "true" }, title),
       el("svg:text", { x: left + mid, y: top + T * cell + bottom - 4, class: "al-axis",
         "aria-hidden": "true" }, say("keys")),
@@ -255,7 +257,7 @@
         const y = top + j * bar, length = (Math.abs(v) / max) * (w - 140);
         svg.append(el("svg:text", { x: 64, y: y + 15, "text-anchor": "end", class: "al-label" }, names[j]),
           el("svg:rect", { x: 70, y: y + 3, width: length, height: bar - 6,
-            fill: window.attentionLiveColors[Math.min(255, 96 + Math.floor((Math.abs(v) / max) * 159))] }),
+            fill: say.colours[Math.min(255, 96 + Math.floor((Math.abs(v) / max) * 159))] }),
           el("svg:text", { x: 74 + length, y: y + 15, class: "al-value" }, fixed(v, digits)));
       });
       return svg;
@@ -285,6 +287,7 @@
 
   window.attentionLive = { forward, simpleAttention, timing: {} };
   const start = () => {
+    window.attentionLive.timing.start = performance.now(); // DOM ready
     for (const root of document.querySelectorAll("[data-attention-live]")) {
       const kind = model(root.dataset.attentionLive.split(/\s+/)[0]).config.words ? simpleWidget : learnedWidget;
       kind(root);
