@@ -248,17 +248,17 @@
     const out = el("div", { class: "al-results", "aria-live": "polite" });
     root.append(el("div", { class: "al-controls" }, queries, editor), out);
     const bars = (key, values, digits) => {
-      const w = 300, bar = 22, top = 18, max = Math.max(...values.map(Math.abs), 1e-9);
+      const w = 320, bar = 24, top = 20, max = Math.max(...values.map(Math.abs), 1e-9);
       const svg = el("svg:svg", { viewBox: `0 0 ${w} ${top + values.length * bar}`,
         class: "al-bars", "data-live": key, role: "img",
         "aria-label": `${say(key)}: ${values.map((v, j) => `${names[j]} ${fixed(v, digits)}`).join(", ")}` });
       svg.append(el("svg:text", { x: 0, y: 12, class: "al-title" }, say(key)));
       values.forEach((v, j) => {
-        const y = top + j * bar, length = (Math.abs(v) / max) * (w - 140);
-        svg.append(el("svg:text", { x: 64, y: y + 15, "text-anchor": "end", class: "al-label" }, names[j]),
-          el("svg:rect", { x: 70, y: y + 3, width: length, height: bar - 6,
+        const y = top + j * bar, length = (Math.abs(v) / max) * (w - 150);
+        svg.append(el("svg:text", { x: 66, y: y + 16, "text-anchor": "end", class: "al-label" }, names[j]),
+          el("svg:rect", { x: 72, y: y + 3, width: length, height: bar - 6,
             fill: say.colours[Math.min(255, 96 + Math.floor((Math.abs(v) / max) * 159))] }),
-          el("svg:text", { x: 74 + length, y: y + 15, class: "al-value" }, fixed(v, digits)));
+          el("svg:text", { x: 76 + length, y: y + 16, class: "al-value" }, fixed(v, digits)));
       });
       return svg;
     };
