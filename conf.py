@@ -42,6 +42,7 @@ extensions = [
     "exercise_titles",  # "Exercise 3.1: <title>", in every edition
     "variants_api",  # API entries for attention.VARIANTS
     "balanced_read",  # -j 2 reading processes share the work
+    "live_widgets",  # the trained weights and the live widgets on their pages
 ]
 pysource_root = package_cache_root = str(ROOT)
 

@@ -1,0 +1,95 @@
+"""Live widgets: a page's trained weights, as the build exported them, in its HTML.
+
+A page asks for a widget with a raw HTML element that names its weights files::
+
+    <div class="attention-live" data-attention-live="learned learned-no-pos">
+
+and a cell of the same page writes those files while the build runs it:
+``attention.live.save_exports`` writes ``<name>.json`` into
+``$ATTENTION_LIVE_DIR``, which this extension sets before any kernel starts
+(kernels inherit the build's environment), next to the execution cache that
+both editions share. For each page with a widget it then
+
+1. copies each ``<name>.json`` into the edition's ``_static/attention-live/``
+   (the file readers and the tests get), and writes ``<name>.js``, the same
+   JSON handed to ``window.attentionLiveData``: a page opened from ``file://``
+   may run a script but may not ``fetch()`` a JSON file;
+2. adds these scripts, ``attention-live.js`` (the forward pass and the
+   drawing) and ``attention-live.css`` to that page only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+from sphinx.errors import ExtensionError
+
+FOLDER = "attention-live"  # in the build folder and in each edition's _static
+NAMES = re.compile(r'data-attention-live="([^"]*)"')
+
+
+def live_folder(app) -> Path:
+    """Where the page cells write their exports: beside the execution cache."""
+    return Path(app.doctreedir).parent / FOLDER
+
+
+def _set_folder(app, config) -> None:
+    live_folder(app).mkdir(parents=True, exist_ok=True)
+    os.environ["ATTENTION_LIVE_DIR"] = str(live_folder(app))
+
+
+def widget_names(doctree) -> list[str]:
+    """The weights files the page's widgets name, in order, each once.
+
+    Example:
+        >>> from docutils import nodes
+        >>> page = nodes.section()
+        >>> page += nodes.raw("", '<div data-attention-live="a b">', format="html")
+        >>> page += nodes.raw("", '<div data-attention-live="b">', format="html")
+        >>> widget_names(page)
+        ['a', 'b']
+    """
+    names = []
+    for raw in doctree.findall(lambda n: n.tagname == "raw"):
+        for match in NAMES.finditer(raw.astext()):
+            names += [n for n in match.group(1).split() if n not in names]
+    return names
+
+
+def _write(path: Path, text: str) -> None:
+    """Write atomically: two writing processes (-j 2) may write the same file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(text, "utf-8")
+    temporary.replace(path)
+
+
+def _add_widget(app, pagename, templatename, context, doctree) -> None:
+    names = widget_names(doctree) if doctree is not None else []
+    if not names:
+        return
+    static = Path(app.outdir) / "_static" / FOLDER
+    for name in names:
+        exported = live_folder(app) / f"{name}.json"
+        if not exported.is_file():
+            raise ExtensionError(
+                f"{pagename} shows the live widget of {name!r}, but no cell wrote "
+                f"{exported} (attention.live.save_exports); run `make clean` if "
+                "the execution cache outlived that folder"
+            )
+        text = exported.read_text("utf-8")
+        _write(static / f"{name}.json", text)
+        script = f"(window.attentionLiveData ||= {{}})[{json.dumps(name)}] = {text};\n"
+        _write(static / f"{name}.js", script)
+        app.add_js_file(f"{FOLDER}/{name}.js")
+    app.add_js_file("attention-live.js")
+    app.add_css_file("attention-live.css")
+
+
+def setup(app):
+    app.connect("config-inited", _set_folder)
+    app.connect("html-page-context", _add_widget)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
