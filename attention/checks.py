@@ -12,7 +12,7 @@ The policy, "checks at the door":
   ``max()`` or ``all()``, which on a GPU wait for the device; they run once,
   at entry.
 - A wrong Python type (a list for a tensor, a str for a number, a class for a
-  module) raises :class:`ArgumentTypeError`, a ``TypeError`` that is also a
+  module) raises ``ArgumentTypeError``, a ``TypeError`` that is also a
   ``ValueError``, as numpy's ``AxisError`` is both. A wrong shape, dtype,
   device or value raises ``ValueError``. Every message names the argument,
   what was expected and what came.

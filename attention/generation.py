@@ -54,11 +54,17 @@ def decode_step(
         True
     """
     check_decode(model, token_ids, cache)
-    return _decode(model, token_ids, cache)
+    return decode_cached(model, token_ids, cache)
 
 
-def _decode(model: Decoder, token_ids: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """:func:`decode_step` after the door: what each generated token costs."""
+def decode_cached(
+    model: Decoder, token_ids: torch.Tensor, cache: KVCache
+) -> torch.Tensor:
+    """:func:`decode_step` after the door: the work each generated token costs.
+
+    Book section: Beyond the chapter, Generation with a KV cache. No checks:
+    :func:`decode_step` and the generation loops check once, before it.
+    """
     start = cache._held(0)
     x = model.embed(token_ids, start)  # (b, T_new) -> (b, T_new, d)
     context_vec = attend_cached(model.attn, x, cache)  # (b, T_new, d)
@@ -142,12 +148,12 @@ def generate_greedy_cached(
     """
     check_decode(model, token_ids, max_new_tokens=max_new_tokens)
     cache = KVCache(model.context_length)
-    logits = _decode(model, token_ids, cache)[:, -1]  # prefill: (b, V)
+    logits = decode_cached(model, token_ids, cache)[:, -1]  # prefill: (b, V)
     step_logits = [logits]
     for _ in range(max_new_tokens - 1):
         next_id = logits.argmax(dim=-1, keepdim=True)  # (b, V) -> (b, 1)
         token_ids = torch.cat((token_ids, next_id), dim=1)  # (b, T_all + 1)
-        logits = _decode(model, next_id, cache)[:, -1]  # one token: (b, V)
+        logits = decode_cached(model, next_id, cache)[:, -1]  # one token: (b, V)
         step_logits.append(logits)
     next_id = logits.argmax(dim=-1, keepdim=True)  # the last one, never fed
     token_ids = torch.cat((token_ids, next_id), dim=1)

@@ -54,11 +54,6 @@ def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
     """
     check_integer("repeats", repeats, smallest=1)
     check_ndim("x", x, "(b, g, T, hd)")
-    return _repeat_kv(x, repeats)
-
-
-def _repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
-    """:func:`repeat_kv` after the door, for the classes that call it per step."""
     if repeats == 1:
         return x
     b, g, num_tokens, head_dim = x.shape
@@ -157,8 +152,9 @@ class GroupedQueryAttention(nn.Module):
         # Each key/value head serves r query heads:
         # (b, g, T, hd) -> (b, h, T, hd)
         group_size = self.num_heads // self.num_kv_heads
-        keys = _repeat_kv(keys, group_size)
-        values = _repeat_kv(values, group_size)
+        # What repeat_kv computes (without its checks: x was checked above)
+        keys = keys.repeat_interleave(group_size, dim=1)
+        values = values.repeat_interleave(group_size, dim=1)
 
         # From here on as in MultiHeadAttention:
         # (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)

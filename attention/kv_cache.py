@@ -17,7 +17,6 @@ import torch
 from torch import nn
 
 from .checks import check_cached, check_index, check_kv, check_positive
-from .gqa import _repeat_kv
 
 
 class KVCache:
@@ -209,8 +208,9 @@ def attend_cached(
     # all of them back. (b, g, T_new, hd) -> (b, g, T_all, hd)
     keys, values = cache._append(layer, keys, values)
     # (b, g, T_all, hd) -> (b, h, T_all, hd)
-    keys = _repeat_kv(keys, attn.num_heads // num_kv_heads)
-    values = _repeat_kv(values, attn.num_heads // num_kv_heads)
+    # what repeat_kv computes, without its checks
+    keys = keys.repeat_interleave(attn.num_heads // num_kv_heads, dim=1)
+    values = values.repeat_interleave(attn.num_heads // num_kv_heads, dim=1)
 
     # (b, h, T_new, hd) @ (b, h, hd, T_all) -> (b, h, T_new, T_all)
     attn_scores = queries @ keys.transpose(2, 3)
