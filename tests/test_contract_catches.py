@@ -11,19 +11,29 @@ non-tensor, as torch raises), one line to register.
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
 import torch
+import torch.distributed.tensor  # noqa: F401
+from hypothesis import Phase, settings
 
 import attention
 from attention import MultiHeadAttention
 from attention.bench import cli
 from attention.variants import VARIANT_INFO
 
+# pytester drops the modules an inner run imported; torch.distributed's modules
+# register operators once per process, so they are imported here, before any run.
 pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
+PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")
+# A broken entry fails properties on purpose: no time spent shrinking them.
+settings.register_profile(
+    "no-shrink", settings.get_profile(PROFILE), phases=[Phase.explicit, Phase.generate]
+)
 
 PLUGIN = """
 import torch
@@ -73,7 +83,9 @@ def run_contract(pytester: pytest.Pytester):
                     outcomes[test] = report.outcome
         return outcomes
 
+    settings.load_profile("no-shrink")
     yield run
+    settings.load_profile(PROFILE)
     for name in names:  # the registry is this session's too
         attention.VARIANTS.pop(name, None)
         VARIANT_INFO.pop(name, None)
