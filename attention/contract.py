@@ -7,7 +7,7 @@ contract, written in code:
   :data:`attention.VARIANTS` has. Its constructor takes ``(d_in, d_out,
   context_length, dropout, num_heads, qkv_bias=False)``, with ``d_out`` the
   width of the whole output, plus any keyword arguments its
-  :class:`VariantInfo` names.
+  :class:`~attention.VariantInfo` names.
 - The weights, in the chapter's layout: a class that stores ``W_query``,
   ``W_key``, ``W_value`` and ``out_proj`` as ``nn.Linear`` layers, as
   ``MultiHeadAttention`` does, needs nothing more. A class that stores them
@@ -15,7 +15,7 @@ contract, written in code:
   ``mha_state_dict()`` and ``load_mha_state_dict(state)``.
   :func:`mha_state_dict` and :func:`load_mha_state_dict` read and write
   either kind.
-- :class:`VariantInfo`: what the contract suite (``tests/test_contract.py``)
+- :class:`~attention.VariantInfo`: what the contract suite (``tests/test_contract.py``)
   and the benchmark need to know about an entry: its dtypes and devices, its
   tolerances, and whether its parameter count is the chapter's.
 

@@ -12,7 +12,7 @@ variant is its class plus one line, from inside the package or outside it::
     attention.register("mine", MyAttention)
 
 :data:`VARIANT_INFO` holds what the tests need to know of each entry
-(:class:`~attention.contract.VariantInfo`); an entry added to
+(:class:`~attention.VariantInfo`); an entry added to
 :data:`VARIANTS` directly gets the defaults.
 """
 
