@@ -60,10 +60,10 @@ def decode_step(
 def decode_cached(
     model: Decoder, token_ids: torch.Tensor, cache: KVCache
 ) -> torch.Tensor:
-    """:func:`decode_step` after the door: the work each generated token costs.
+    """:func:`~attention.decode_step` after the door: what each new token costs.
 
     Book section: Beyond the chapter, Generation with a KV cache. No checks:
-    :func:`decode_step` and the generation loops check once, before it.
+    :func:`~attention.decode_step` and the generation loops check once, before it.
     """
     start = cache._held(0)
     x = model.embed(token_ids, start)  # (b, T_new) -> (b, T_new, d)
@@ -123,7 +123,7 @@ def generate_greedy_cached(
     """Greedy generation with a KV cache: a prefill, then one token per step.
 
     Book section: Beyond the chapter, Generation with a KV cache. The same
-    tokens as :func:`generate_greedy`, the same logits up to rounding.
+    tokens as :func:`~attention.generate_greedy`, the same logits up to rounding.
 
     Args:
         model: the decoder, in eval mode.
@@ -136,7 +136,7 @@ def generate_greedy_cached(
         Output: ``(b, P + n)`` and ``(b, n, V)``
 
     Returns:
-        ``(token_ids, logits)`` as :func:`generate_greedy` returns them.
+        ``(token_ids, logits)`` as :func:`~attention.generate_greedy` returns them.
 
     Example:
         >>> from attention import TinyAttentionModel

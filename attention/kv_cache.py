@@ -185,7 +185,7 @@ def cached_attention(
 def attend_cached(
     attn: nn.Module, x: torch.Tensor, cache: KVCache, layer: int = 0
 ) -> torch.Tensor:
-    """:func:`cached_attention` after the door: the algorithm, no checks.
+    """:func:`~attention.cached_attention` after the door: the algorithm alone.
 
     Book section: Beyond the chapter, Generation with a KV cache. The
     package's loops call it once per layer and generated token, on inputs
