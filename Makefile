@@ -14,7 +14,7 @@ CHROMIUM   := /usr/bin/chromium
 FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 STAMP      := $(VENV)/.installed
 
-.PHONY: html test lint unit site bench clean serve repro html-zh update-po
+.PHONY: html test lint unit site bench clean serve repro html-zh update-po pdf
 
 # Sphinx runs only when an input changed: a page, the package, the
 # configuration or the installed tools (a folder's time changes when a file
@@ -43,7 +43,7 @@ html: $(BUILT) $(ZH_BUILT)
 # environment even when a page warned, and the next build would not read that
 # page again and pass. So a failed build takes its doctrees with it.
 $(BUILT): $(STAMP) $(SOURCES) $(WHEEL)
-	$(SPHINX) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
+	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
 	touch $@
 
 $(WHEEL): $(STAMP) $(PACKAGE)
@@ -60,8 +60,34 @@ $(WHEEL): $(STAMP) $(PACKAGE)
 html-zh: $(ZH_BUILT)
 
 $(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES)
-	$(SPHINX_ZH) book $(ZH_OUT) || { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
+	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(ZH_OUT) || { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
 	touch $@
+
+# -- The book as one PDF per edition ---------------------------------------------
+# Sphinx's singlehtml builder puts every page in reading order on one page
+# (figures numbered, outputs from the same execution cache), then Chromium
+# prints it with bookmarks (book/_ext/book_pdf.py). `make pdf` copies the two
+# PDFs into the site and rebuilds it with `-A book_pdf=<file>`, which links
+# them from each front page; without them the front page says how to get them.
+PDF_DIR     := $(BUILDDIR)/pdf
+BOOK_PDF    := $(PDF_DIR)/book.pdf
+BOOK_PDF_ZH := $(PDF_DIR)/book-$(ZH).pdf
+PDF_LINK     = $(if $(wildcard $(BOOK_PDF)),-A book_pdf=book.pdf)
+PDF_LINK_ZH  = $(if $(wildcard $(BOOK_PDF_ZH)),-A book_pdf=book-$(ZH).pdf)
+SINGLE      := $(BIN)/python -m sphinx -b singlehtml -c . -D numfig=1 $(SPHINXOPTS)
+
+pdf: $(BOOK_PDF) $(BOOK_PDF_ZH)
+	cp $(BOOK_PDF) $(BUILDDIR)/html/ && cp $(BOOK_PDF_ZH) $(ZH_OUT)/
+	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html && touch $(BUILT)
+	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(ZH_OUT) && touch $(ZH_BUILT)
+
+$(BOOK_PDF): $(BUILT) book/_ext/book_pdf.py $(CHROMIUM)
+	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf book $(PDF_DIR)/en
+	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/en $@
+
+$(BOOK_PDF_ZH): $(ZH_BUILT) book/_ext/book_pdf.py $(CHROMIUM) $(FONTS_CJK)
+	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf-$(ZH) -D language=$(ZH) book $(PDF_DIR)/$(ZH)
+	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/$(ZH) $@
 
 # After an English edit: refresh the catalogs. New messages come in empty,
 # changed ones as fuzzy (Sphinx ignores both: the page shows the English);
@@ -71,8 +97,9 @@ update-po: $(STAMP)
 		$(SPHINXOPTS) book $(BUILDDIR)/gettext
 	$(BIN)/sphinx-intl update -p $(BUILDDIR)/gettext -l $(ZH) -d book/locales
 
-# Linter, doctests and unit tests, a full build, then the checks of the built site.
-test: lint unit html site
+# Linter, doctests and unit tests, a full build and its PDFs, then the checks of
+# the built site.
+test: lint unit html pdf site
 
 lint: $(STAMP)
 	$(BIN)/ruff check attention tests conf.py book/_ext
