@@ -81,13 +81,13 @@ pdf: $(BOOK_PDF) $(BOOK_PDF_ZH)
 	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html && touch $(BUILT)
 	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(ZH_OUT) && touch $(ZH_BUILT)
 
-$(BOOK_PDF): $(BUILT) book/_ext/book_pdf.py $(CHROMIUM)
+$(BOOK_PDF): $(BUILT) book/_ext/book_pdf.py $(CHROMIUM) $(FONTS_CJK)
 	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf book $(PDF_DIR)/en
-	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/en $@
+	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/en $@ $(FONTS_CJK)
 
 $(BOOK_PDF_ZH): $(ZH_BUILT) book/_ext/book_pdf.py $(CHROMIUM) $(FONTS_CJK)
 	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf-$(ZH) -D language=$(ZH) book $(PDF_DIR)/$(ZH)
-	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/$(ZH) $@
+	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/$(ZH) $@ $(FONTS_CJK)
 
 # After an English edit: refresh the catalogs. New messages come in empty,
 # changed ones as fuzzy (Sphinx ignores both: the page shows the English);

@@ -1,4 +1,4 @@
-"""Print the book to one PDF: ``python book/_ext/book_pdf.py <singlehtml> <pdf>``.
+"""Print the book to one PDF: ``book_pdf.py <singlehtml> <pdf> <cjk font>``.
 
 ``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
 page in reading order on one HTML page, the same execution cache, figures
@@ -26,9 +26,11 @@ from __future__ import annotations
 
 import argparse
 import html
+import re
 from pathlib import Path
 
 import pikepdf
+from fontTools.ttLib import TTFont
 from playwright.sync_api import sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -54,7 +56,7 @@ HEADINGS = """() => Array.from(document.querySelectorAll(
 SMALL = "font-size: 8px; width: 100%; margin: 0 14mm; color: #555;"
 
 
-def print_book(single: Path, pdf: Path) -> int:
+def print_book(single: Path, pdf: Path, font: Path) -> int:
     """Print ``single/index.html`` to ``pdf``; returns the PDF's size in bytes."""
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
@@ -82,7 +84,7 @@ def print_book(single: Path, pdf: Path) -> int:
             )
         finally:
             browser.close()
-    finish(pdf, headings)
+    finish(pdf, headings, radical_fixes(font))
     return pdf.stat().st_size
 
 
@@ -93,7 +95,42 @@ def _outline(items):
         yield from _outline(item.children)
 
 
-def finish(pdf: Path, headings: list[str]) -> None:
+RADICALS = range(0x2E80, 0x2FE0)  # CJK Radicals Supplement, Kangxi Radicals
+IDEOGRAPHS = range(0x4E00, 0xA000)
+BFCHAR = re.compile(rb"<([0-9A-F]+)> <([0-9A-F]{4})>")
+
+
+def radical_fixes(font: Path) -> dict[int, int]:
+    """Radical -> the ideograph drawn by the same glyph of ``font``.
+
+    Noto Sans CJK draws 一 (U+4E00) and the radical ⼀ (U+2F00) with one glyph;
+    Chromium's PDF maps each glyph to its lowest code point, so the text of
+    the PDF (search, copy) would say ⼀, ⻓, ⾯ where the page says 一, 长, 面.
+    """
+    by_glyph: dict[str, list[int]] = {}
+    for code, glyph in TTFont(font, fontNumber=0, lazy=True).getBestCmap().items():
+        by_glyph.setdefault(glyph, []).append(code)
+    fixes = {}
+    for codes in by_glyph.values():
+        ideographs = [c for c in codes if c in IDEOGRAPHS]
+        for code in codes:
+            if code in RADICALS and ideographs:
+                fixes[code] = ideographs[0]
+    return fixes
+
+
+def _fix_text(book: pikepdf.Pdf, fixes: dict[int, int]) -> None:
+    def fix(match):
+        code = int(match[2], 16)
+        return b"<%s> <%04X>" % (match[1], fixes.get(code, code))
+
+    for obj in book.objects:
+        if isinstance(obj, pikepdf.Dictionary) and "/ToUnicode" in obj:
+            cmap = obj.ToUnicode
+            cmap.write(BFCHAR.sub(fix, cmap.read_bytes()))
+
+
+def finish(pdf: Path, headings: list[str], fixes: dict[int, int]) -> None:
     """Bookmarks titled as the headings; the file compacted.
 
     Chromium needs ``tagged=True`` to make bookmarks, and its structure tree
@@ -110,6 +147,7 @@ def finish(pdf: Path, headings: list[str]) -> None:
                 )
             for item, heading in zip(items, headings, strict=True):
                 item.title = heading
+        _fix_text(book, fixes)
         for key in ("/StructTreeRoot", "/MarkInfo"):
             if key in book.Root:
                 del book.Root[key]
@@ -143,8 +181,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("singlehtml", type=Path, help="a singlehtml build's folder")
     parser.add_argument("pdf", type=Path, help="the PDF to write")
+    parser.add_argument("cjk_font", type=Path, help="the CJK font Chromium uses")
     args = parser.parse_args(argv)
-    size = print_book(args.singlehtml, args.pdf)
+    size = print_book(args.singlehtml, args.pdf, args.cjk_font)
     print(f"{args.pdf}: {size / 1e6:.1f} MB")
 
 

@@ -4,7 +4,8 @@ Each edition's front page links its PDF, which sits in the site. The PDF is
 read back with pypdf: its text holds every page's title and section headings
 in the site's reading order, its bookmarks are those titles, its figures are
 numbered with their captions, and the Chinese one draws every Chinese
-character in a CJK font (no U+FFFD, no empty boxes).
+character in a CJK font (no U+FFFD, no empty boxes) and its text says 一, not
+the radical ⼀ that shares the glyph (``book_pdf.radical_fixes``).
 """
 
 from __future__ import annotations
@@ -114,10 +115,13 @@ def test_chinese_is_drawn_in_a_cjk_font():
         nonlocal seen
         if CJK.search(text or ""):
             seen += 1
-            name = str((font or {}).get("/BaseFont", "no font"))
+            font = font or {}
+            described = font.get("/FontDescriptor", {})  # Type 3 fonts' name
+            name = str(font.get("/BaseFont") or described.get("/FontName"))
             if "CJK" not in name:
                 wrong.add(name)
         wrong.update(f"tofu {c!r}" for c in TOFU & set(text or ""))
+        wrong.update(f"radical {c}" for c in text or "" if 0x2E80 <= ord(c) < 0x2FE0)
 
     for page in pdf.pages:
         page.extract_text(visitor_text=visit)
