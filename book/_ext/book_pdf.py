@@ -30,7 +30,7 @@ import re
 from pathlib import Path
 
 import pikepdf
-from fontTools.ttLib import TTFont
+from fontTools.ttLib import TTCollection, TTFont
 from playwright.sync_api import sync_playwright
 
 CHROMIUM = "/usr/bin/chromium"
@@ -107,8 +107,11 @@ def radical_fixes(font: Path) -> dict[int, int]:
     Chromium's PDF maps each glyph to its lowest code point, so the text of
     the PDF (search, copy) would say ⼀, ⻓, ⾯ where the page says 一, 长, 面.
     """
+    faces = TTCollection(font, lazy=True).fonts if font.suffix == ".ttc" else []
+    simplified = [f for f in faces if "SC" in f["name"].getDebugName(1)]
+    face = (simplified or faces or [TTFont(font, lazy=True)])[0]  # the zh edition's
     by_glyph: dict[str, list[int]] = {}
-    for code, glyph in TTFont(font, fontNumber=0, lazy=True).getBestCmap().items():
+    for code, glyph in face.getBestCmap().items():
         by_glyph.setdefault(glyph, []).append(code)
     fixes = {}
     for codes in by_glyph.values():
