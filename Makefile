@@ -14,7 +14,7 @@ CHROMIUM   := /usr/bin/chromium
 FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 STAMP      := $(VENV)/.installed
 
-.PHONY: html test lint unit site bench clean serve repro html-zh update-po
+.PHONY: html test lint unit site bench clean serve repro html-zh update-po pdf
 
 # Sphinx runs only when an input changed: a page, the package, the
 # configuration or the installed tools (a folder's time changes when a file
@@ -38,10 +38,11 @@ PACKAGE := pyproject.toml README.md $(shell find attention -type f -not -path '*
 ZH       := zh_CN
 ZH_OUT   := $(BUILDDIR)/html/$(ZH)
 ZH_BUILT := $(ZH_OUT)/.built
-SPHINX_ZH := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
-	-D language=$(ZH) -D html_title=动手编写注意力机制 \
+ZH_OPTS  := -D language=$(ZH) -D html_title=动手编写注意力机制 \
 	-D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
-	-D html_theme_options.search_bar_text=搜索本书… $(SPHINXOPTS)
+	-D html_theme_options.search_bar_text=搜索本书…
+SPHINX_ZH := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
+	$(ZH_OPTS) $(SPHINXOPTS)
 
 html: $(BUILT) $(ZH_BUILT)
 	@echo "The book is in $(BUILDDIR)/html/index.html (简体中文: $(ZH_OUT)/index.html)"
@@ -50,7 +51,7 @@ html: $(BUILT) $(ZH_BUILT)
 # environment even when a page warned, and the next build would not read that
 # page again and pass. So a failed build takes its doctrees with it.
 $(BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
-	$(SPHINX) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
+	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
 	touch $@
 
 $(KERNEL_CONF): book/_kernel/ipython_kernel_config.py $(STAMP)
@@ -73,10 +74,38 @@ html-zh: $(ZH_BUILT)
 # site: myst-nb saves executed notebooks next to the output folder (its
 # jupyter_execute/, no option moves it), which must not be inside a site.
 $(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES) $(KERNEL_CONF)
-	$(SPHINX_ZH) book $(BUILDDIR)/$(ZH)/html \
+	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(BUILDDIR)/$(ZH)/html \
 		|| { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
 	rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT)
 	touch $@
+
+# -- The book as one PDF per edition ---------------------------------------------
+# Sphinx's singlehtml builder puts every page in reading order on one page
+# (figures numbered, outputs from the same execution cache), then Chromium
+# prints it with bookmarks (book/_ext/book_pdf.py). `make pdf` copies the two
+# PDFs into the site and rebuilds it with `-A book_pdf=<file>`, which links
+# them from each front page; without them the front page says how to get them.
+PDF_DIR     := $(BUILDDIR)/pdf
+BOOK_PDF    := $(PDF_DIR)/book.pdf
+BOOK_PDF_ZH := $(PDF_DIR)/book-$(ZH).pdf
+PDF_LINK     = $(if $(wildcard $(BOOK_PDF)),-A book_pdf=book.pdf)
+PDF_LINK_ZH  = $(if $(wildcard $(BOOK_PDF_ZH)),-A book_pdf=book-$(ZH).pdf)
+SINGLE      := $(BIN)/python -m sphinx -b singlehtml -c . -D numfig=1 $(SPHINXOPTS)
+
+pdf: $(BOOK_PDF) $(BOOK_PDF_ZH)
+	cp $(BOOK_PDF) $(BUILDDIR)/html/
+	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html && touch $(BUILT)
+	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(BUILDDIR)/$(ZH)/html
+	cp $(BOOK_PDF_ZH) $(BUILDDIR)/$(ZH)/html/
+	rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT) && touch $(ZH_BUILT)
+
+$(BOOK_PDF): $(BUILT) book/_ext/book_pdf.py $(CHROMIUM) $(FONTS_CJK)
+	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf book $(PDF_DIR)/en
+	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/en $@ $(FONTS_CJK)
+
+$(BOOK_PDF_ZH): $(ZH_BUILT) book/_ext/book_pdf.py $(CHROMIUM) $(FONTS_CJK)
+	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf-$(ZH) $(ZH_OPTS) book $(PDF_DIR)/$(ZH)
+	$(BIN)/python book/_ext/book_pdf.py $(PDF_DIR)/$(ZH) $@ $(FONTS_CJK)
 
 # After an English edit: refresh the catalogs. New messages come in empty,
 # changed ones as fuzzy (Sphinx ignores both: the page shows the English);
@@ -86,11 +115,11 @@ update-po: $(STAMP)
 		$(SPHINXOPTS) book $(BUILDDIR)/gettext
 	$(BIN)/sphinx-intl update -p $(BUILDDIR)/gettext -l $(ZH) -d book/locales
 
-# Linter, doctests and unit tests, a full build, then the checks of the built site.
-# The unit tests draw hypothesis's full count of examples here (quick loop: a
-# few; profiles in tests/conftest.py).
+# Linter, doctests and unit tests, a full build and its PDFs, then the checks of
+# the built site. The unit tests draw hypothesis's full count of examples here
+# (quick loop: a few; profiles in tests/conftest.py).
 test: export HYPOTHESIS_PROFILE = full
-test: lint unit html site
+test: lint unit html pdf site
 
 lint: $(STAMP)
 	$(BIN)/ruff check attention tests conf.py book/_ext

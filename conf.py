@@ -7,7 +7,6 @@ laid out").
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 import tomllib
 from pathlib import Path
@@ -43,6 +42,9 @@ extensions = [
     "variants_api",  # API entries for attention.VARIANTS
     "balanced_read",  # -j 2 reading processes share the work
     "live_widgets",  # the trained weights and the live widgets on their pages
+    "svgmath",  # formulas drawn as SVG at build time (html_math_renderer)
+    "lean_static",  # theme files no page loads (source maps) leave the build
+    "book_pdf",  # make pdf: singlehtml writes html-only nodes too
 ]
 pysource_root = package_cache_root = str(ROOT)
 
@@ -124,11 +126,10 @@ html_theme_options = {
 templates_path = ["book/_templates"]
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
-# MathJax 3 and its fonts ship with the site (sphinx-mathjax-offline is only
-# their source): no page loads anything from the network.
-_MATHJAX = Path(importlib.util.find_spec("sphinx-mathjax-offline").origin).parent
-html_static_path = ["book/_static", str(_MATHJAX / "static")]
-mathjax_path = "mathjax/tex-chtml.js"
+# Formulas are drawn as SVG when pages are written (book/_ext/svgmath.py): no
+# MathJax, no math fonts, nothing loaded from the network.
+html_static_path = ["book/_static"]
+html_math_renderer = "svgmath"
 html_css_files = ["book.css", "i18n.css"]
 # Wide code blocks take the keyboard focus even when they appear later.
 html_js_files = ["focusable-scroll.js"]

@@ -32,6 +32,10 @@ thresholds (4.5:1, or 3:1 for large text), and names an element of every
 pair that fails; a token it cannot judge (translucent, on an image) is a
 failure too. ``test_code_contrast_check_catches_faint_code`` proves it fails.
 
+The same visit weighs each page: every response until the network is idle
+(routing turns Chromium's cache off, so each visit is a first one), against
+``PAGE_BUDGET``; the heaviest page's five heaviest resources are printed.
+
 Screenshots on request: ``SCREENSHOTS=1`` saves every page to
 ``$BUILDDIR/screenshots/<edition>/<page>.png`` (1280 pixels wide) and, for
 the chapter's pages, ``<page>-phone.png`` (390 wide).
@@ -72,22 +76,34 @@ CHROMIUM_ARGS = [
 ]
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-# Raw TeX that MathJax should have replaced, outside code.
+# Raw TeX that the build should have drawn (book/_ext/svgmath.py), outside code.
 RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\frac|\\sum|\\mathrm|\\text\{")
 
 UNTYPESET_MATH = """() => Array.from(document.querySelectorAll('article .math'))
-  .filter(el => !el.querySelector('mjx-container'))
+  .filter(el => !el.querySelector('svg[role=img]'))
   .map(el => el.textContent.trim().slice(0, 60))"""
 TEXT_OUTSIDE_CODE = """() => {
   const article = document.querySelector('article');
   if (!article) return '';
   const copy = article.cloneNode(true);
-  copy.querySelectorAll('pre, code, script, style, mjx-container, .highlight')
+  copy.querySelectorAll('pre, code, script, style, svg, .highlight')
       .forEach(el => el.remove());
   return copy.textContent;
 }"""
-MATHJAX_DONE = """() => (window.MathJax && MathJax.startup && MathJax.startup.promise)
-  ? MathJax.startup.promise.then(() => true) : false"""
+# A first visit must not weigh more (issue 30): every byte the page loads until
+# the network is idle, uncompressed (the size http.server sends).
+PAGE_BUDGET = 1_200_000
+# The theme's icons (<i class="fa-solid fa-bars">) are drawn by its stylesheet
+# with the Font Awesome web font (book/_templates/layout.html drops the 1.56 MB
+# script): an icon with no glyph, or whose font did not load, is missing.
+MISSING_ICONS = """() => document.fonts.ready.then(() => Array.from(
+  document.querySelectorAll('.fa-solid, .fa-regular, .fa-brands'))
+  .filter(el => el.getClientRects().length)
+  .filter(el => {
+    const s = getComputedStyle(el, '::before');
+    return ['none', 'normal', '""'].includes(s.content)
+      || !document.fonts.check(`${s.fontWeight} 16px ${s.fontFamily}`);
+  }).map(el => el.className))"""
 # The impacts that fail the accessibility test (axe also reports minor and
 # moderate ones, which go to axe.json only).
 BLOCKING_IMPACTS = ("serious", "critical")
@@ -213,6 +229,8 @@ class Visit:
         self.code_contrast: list[str] = []  # CODE_CONTRAST's failures
         self.code_groups = 0  # colour groups of highlighted code it measured
         self.screenshots: list = []
+        self.loaded: dict[str, int] = {}  # URL -> bytes, on the first visit
+        self.missing_icons: list[str] = []
 
 
 class Browser:
@@ -236,6 +254,7 @@ class Browser:
             tab.on("response", self._response)
             self.tabs[name] = tab
         self.visit: Visit | None = None
+        self.weighing = False  # routing turns off the cache: each visit is a first
 
     def _route(self, route):
         url = route.request.url
@@ -257,15 +276,21 @@ class Browser:
             self.visit.failed.append(f"{request.url}: {request.failure}")
 
     def _response(self, response):
+        if self.weighing:
+            length = response.headers.get("content-length", "0")
+            self.visit.loaded[response.url] = int(length)
         if response.status >= 400:
             self.visit.failed.append(f"{response.url}: HTTP {response.status}")
 
     def open(self, tab: str, visit: Visit):
         self.visit = visit
         page = self.tabs[tab]
-        page.goto(f"{self.origin}/{visit.page.rel}", wait_until="load")
-        if visit.page.article.select_one(".math") and not page.evaluate(MATHJAX_DONE):
-            visit.math_problems.append(f"{tab}: MathJax did not start")
+        self.weighing = tab == "desktop"  # weighed until the network is idle
+        idle = "networkidle" if self.weighing else "load"
+        page.goto(f"{self.origin}/{visit.page.rel}", wait_until=idle)
+        self.weighing = False
+        if tab == "desktop":
+            visit.missing_icons += page.evaluate(MISSING_ICONS)
         return page
 
     def close(self):
@@ -472,7 +497,25 @@ def test_no_requests_leave_the_site(visits):
 
 
 def test_math_is_typeset(visits):
-    assert_none(visits, "math_problems", "math MathJax did not render")
+    assert_none(visits, "math_problems", "math not drawn")
+
+
+def test_theme_icons_are_drawn(visits):
+    assert_none(visits, "missing_icons", "icons without their glyph")
+
+
+def test_first_visit_is_within_the_page_budget(visits):
+    """Every page's first visit, both editions; the heaviest page's five
+    heaviest resources are printed (and named when it fails)."""
+    weight = {v.page.rel: sum(v.loaded.values()) for v in visits}
+    assert all(v.loaded for v in visits), "a visit loaded nothing"
+    heaviest = max(visits, key=lambda v: weight[v.page.rel])
+    top = sorted(heaviest.loaded.items(), key=lambda item: -item[1])[:5]
+    report = f"heaviest: {heaviest.page.rel}, {weight[heaviest.page.rel]:,} bytes\n"
+    report += "\n".join(f"  {size:>10,} {url}" for url, size in top)
+    print(report)
+    over = {rel: w for rel, w in weight.items() if w > PAGE_BUDGET}
+    assert not over, f"pages over {PAGE_BUDGET:,} bytes: {over}\n{report}"
 
 
 def test_solutions_are_hidden_until_clicked(visits):

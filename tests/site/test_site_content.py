@@ -137,7 +137,7 @@ def test_key_numbers_in_cell_outputs(site):
 def test_chapter_pages_have_math(site):
     pages = [p.docname for p in site.pages if p.rel.startswith(CH)]
     with_math = [p for p in pages if site.page(p + ".html").article.select_one(".math")]
-    assert with_math, "no chapter page has an equation (and MathJax goes untested)"
+    assert with_math, "no chapter page has an equation (and svgmath goes untested)"
 
 
 @pytest.mark.parametrize(("docname", "count"), EXERCISES.items())

@@ -1,0 +1,194 @@
+"""Print the book to one PDF: ``book_pdf.py <singlehtml> <pdf> <cjk font>``.
+
+``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
+page in reading order on one HTML page, the same execution cache, figures
+numbered with ``numfig``), then this script prints that page with the
+Chromium the browser tests use, through playwright's ``page.pdf``:
+``outline=True`` turns the headings into PDF bookmarks, ``tagged=True``
+writes the structure they need, and the running header is the book's title
+(the page's ``<title>``, so it is Chinese in the Chinese edition). Before it
+prints, every solution and hidden cell is opened: a printed book has no
+buttons to click.
+
+It is also a Sphinx extension (in ``conf.py``) for one repair: sphinx-exercise
+registers its nodes for the ``singlehtml`` builder by name, and once a
+builder's name has any node handlers Sphinx stops looking under its format
+(``html``), so myst-nb's and the book's html-only nodes fail to write. At
+``builder-inited`` the singlehtml builder gets every html handler it lacks
+(through ``app.registry``: Sphinx has no public call to list them).
+
+Why a browser and not Sphinx's LaTeX builder: xelatex with xeCJK needs about
+400-640 MB of TeX; Chromium is already installed for the tests, the formulas
+are already SVG (``svgmath``), and the PDF shows the site's own typesetting.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import re
+from pathlib import Path
+
+import pikepdf
+from fontTools.ttLib import TTCollection, TTFont
+from playwright.sync_api import sync_playwright
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+# Opens what a reader would click open; the theme's print style does the rest.
+OPEN_EVERYTHING = """() => {
+  document.querySelectorAll("details").forEach(d => d.open = true);
+  document.querySelectorAll(".toggle-hidden").forEach(
+    el => el.classList.remove("toggle-hidden"));
+  document.querySelectorAll("button.toggle-button").forEach(b => b.remove());
+}"""
+MARGINS = {"top": "18mm", "bottom": "16mm", "left": "16mm", "right": "16mm"}
+# Every heading of the printed page, as a bookmark's title, in document order
+# (Chromium 1xx repeats a wrapped heading's first line in its bookmark).
+HEADINGS = """() => Array.from(document.querySelectorAll(
+    "h1, h2, h3, h4, h5, h6, [role=heading]"))
+  .filter(el => el.getClientRects().length)
+  .map(el => {
+    const copy = el.cloneNode(true);
+    copy.querySelectorAll(".headerlink").forEach(a => a.remove());
+    return copy.textContent.replace(/\\s+/g, " ").trim();
+  })"""
+SMALL = "font-size: 8px; width: 100%; margin: 0 14mm; color: #555;"
+
+
+def print_book(single: Path, pdf: Path, font: Path) -> int:
+    """Print ``single/index.html`` to ``pdf``; returns the PDF's size in bytes."""
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            page = browser.new_page()
+            page.route("**/*", _local_only)
+            page.goto((single / "index.html").resolve().as_uri(), wait_until="load")
+            page.evaluate(OPEN_EVERYTHING)
+            page.evaluate("document.fonts.ready.then(() => true)")
+            page.emulate_media(media="print")
+            headings = page.evaluate(HEADINGS)
+            title = html.escape(page.title())
+            page.pdf(
+                path=pdf,
+                format="A4",
+                margin=MARGINS,
+                print_background=True,
+                display_header_footer=True,
+                header_template=f'<div style="{SMALL} text-align: left">{title}</div>',
+                footer_template=f'<div style="{SMALL} text-align: center">'
+                '<span class="pageNumber"></span> / <span class="totalPages"></span>'
+                "</div>",
+                outline=True,
+                tagged=True,
+            )
+        finally:
+            browser.close()
+    finish(pdf, headings, radical_fixes(font))
+    return pdf.stat().st_size
+
+
+def _outline(items):
+    """Bookmarks in document order (each before its children)."""
+    for item in items:
+        yield item
+        yield from _outline(item.children)
+
+
+RADICALS = range(0x2E80, 0x2FE0)  # CJK Radicals Supplement, Kangxi Radicals
+IDEOGRAPHS = range(0x4E00, 0xA000)
+BFCHAR = re.compile(rb"<([0-9A-F]+)> <([0-9A-F]{4})>")
+
+
+def radical_fixes(font: Path) -> dict[int, int]:
+    """Radical -> the ideograph drawn by the same glyph of ``font``.
+
+    Noto Sans CJK draws 一 (U+4E00) and the radical ⼀ (U+2F00) with one glyph;
+    Chromium's PDF maps each glyph to its lowest code point, so the text of
+    the PDF (search, copy) would say ⼀, ⻓, ⾯ where the page says 一, 长, 面.
+    """
+    faces = TTCollection(font, lazy=True).fonts if font.suffix == ".ttc" else []
+    simplified = [f for f in faces if "SC" in f["name"].getDebugName(1)]
+    face = (simplified or faces or [TTFont(font, lazy=True)])[0]  # the zh edition's
+    by_glyph: dict[str, list[int]] = {}
+    for code, glyph in face.getBestCmap().items():
+        by_glyph.setdefault(glyph, []).append(code)
+    fixes = {}
+    for codes in by_glyph.values():
+        ideographs = [c for c in codes if c in IDEOGRAPHS]
+        for code in codes:
+            if code in RADICALS and ideographs:
+                fixes[code] = ideographs[0]
+    return fixes
+
+
+def _fix_text(book: pikepdf.Pdf, fixes: dict[int, int]) -> None:
+    def fix(match):
+        code = int(match[2], 16)
+        return b"<%s> <%04X>" % (match[1], fixes.get(code, code))
+
+    for obj in book.objects:
+        if isinstance(obj, pikepdf.Dictionary) and "/ToUnicode" in obj:
+            cmap = obj.ToUnicode
+            cmap.write(BFCHAR.sub(fix, cmap.read_bytes()))
+
+
+def finish(pdf: Path, headings: list[str], fixes: dict[int, int]) -> None:
+    """Bookmarks titled as the headings; the file compacted.
+
+    Chromium needs ``tagged=True`` to make bookmarks, and its structure tree
+    of 60,000 objects, written uncompressed, is half of the file. The
+    bookmarks stand on their own once made: the tree goes, and qpdf (through
+    pikepdf) packs the rest into object streams (14.6 MB -> about 5 MB).
+    """
+    with pikepdf.open(pdf, allow_overwriting_input=True) as book:
+        with book.open_outline() as outline:
+            items = list(_outline(outline.root))
+            if len(items) != len(headings):
+                raise SystemExit(
+                    f"{pdf}: {len(items)} bookmarks for {len(headings)} headings"
+                )
+            for item, heading in zip(items, headings, strict=True):
+                item.title = heading
+        _fix_text(book, fixes)
+        for key in ("/StructTreeRoot", "/MarkInfo"):
+            if key in book.Root:
+                del book.Root[key]
+        book.remove_unreferenced_resources()
+        book.save(pdf, object_stream_mode=pikepdf.ObjectStreamMode.generate)
+
+
+def _local_only(route):
+    """The book prints from its own files: anything else is refused."""
+    if route.request.url.startswith("file://"):
+        route.continue_()
+    else:
+        route.abort("blockedbyclient")
+
+
+def _share_html_handlers(app) -> None:
+    if app.builder.name != "singlehtml":
+        return
+    handlers = app.registry.translation_handlers
+    single = handlers.setdefault("singlehtml", {})
+    for name, pair in handlers.get("html", {}).items():
+        single.setdefault(name, pair)
+
+
+def setup(app):
+    app.connect("builder-inited", _share_html_handlers)
+    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("singlehtml", type=Path, help="a singlehtml build's folder")
+    parser.add_argument("pdf", type=Path, help="the PDF to write")
+    parser.add_argument("cjk_font", type=Path, help="the CJK font Chromium uses")
+    args = parser.parse_args(argv)
+    size = print_book(args.singlehtml, args.pdf, args.cjk_font)
+    print(f"{args.pdf}: {size / 1e6:.1f} MB")
+
+
+if __name__ == "__main__":
+    main()

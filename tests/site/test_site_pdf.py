@@ -1,0 +1,135 @@
+"""The book as one PDF per edition (``make pdf``; ``make test`` builds them).
+
+Each edition's front page links its PDF, which sits in the site. The PDF is
+read back with pypdf: its text holds every page's title and section headings
+in the site's reading order, its bookmarks are those titles, its figures are
+numbered with their captions, and the Chinese one draws every Chinese
+character in a CJK font (no U+FFFD, no empty boxes) and its text says 一, not
+the radical ⼀ that shares the glyph (``book_pdf.radical_fixes``).
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+import unicodedata
+
+import pytest
+from conftest import load_site
+from pypdf import PdfReader
+
+pytestmark = pytest.mark.site
+
+PDF = {"en": "book.pdf", "zh_CN": "book-zh_CN.pdf"}
+CJK = re.compile(r"[\u3400-\u9fff\uff00-\uffef\u3000-\u303f]")
+TOFU = {"\ufffd", "\u25a1", "\u25af", "\x00"}  # replacement, empty boxes, NUL
+
+
+def squeeze(text: str) -> str:
+    """Text without spaces, line breaks, ligatures (ﬀ) or the ``#`` anchors."""
+    return re.sub(r"[\s#¶]+", "", unicodedata.normalize("NFKC", text))
+
+
+@functools.cache
+def reader(path) -> PdfReader:
+    return PdfReader(path)
+
+
+@functools.cache
+def pdf_text(path) -> str:
+    return squeeze("".join(page.extract_text() for page in reader(path).pages))
+
+
+def reading_order(site) -> list:
+    """The book's pages as the front page's tables of contents list them."""
+    front = site.page("index.html")
+    hrefs = [a["href"] for a in front.article.select(".toctree-wrapper a[href]")]
+    pages = [site.page(h.split("#")[0]) for h in hrefs if "#" not in h]
+    return [front, *pages]
+
+
+def headings(page) -> list[str]:
+    return [squeeze(h.get_text()) for h in page.article.select("h1, h2, h3")]
+
+
+@pytest.fixture
+def pdf(site) -> PdfReader:
+    path = site.html / PDF[site.edition]
+    assert path.is_file(), f"{path} is missing: `make pdf` prints it"
+    return reader(path)
+
+
+def test_front_page_links_the_pdf(site):
+    links = site.page("index.html").soup.select(f'a[href="{PDF[site.edition]}"]')
+    assert links, f"the front page does not link {PDF[site.edition]}"
+
+
+def test_every_title_and_heading_in_reading_order(site, pdf):
+    text = pdf_text(site.html / PDF[site.edition])
+    at, missing = 0, []
+    for page in reading_order(site):
+        for heading in headings(page):
+            found = text.find(heading, at)
+            if found < 0:
+                missing.append(f"{page.rel}: {heading}")
+            else:
+                at = found + len(heading)
+    assert not missing, "headings missing from the PDF, or out of order:\n" + (
+        "\n".join(missing)
+    )
+
+
+def test_bookmarks_are_the_table_of_contents(site, pdf):
+    def titles(outline):
+        for item in outline:
+            yield from titles(item) if isinstance(item, list) else [item.title]
+
+    marks = [squeeze(t) for t in titles(pdf.outline)]
+    pages = [headings(page)[0] for page in reading_order(site)]
+    assert list(dict.fromkeys(t for t in marks if t in pages)) == pages, marks
+
+
+def test_figures_are_numbered_with_captions(site, pdf):
+    captions = []
+    for page in reading_order(site):
+        for caption in page.article.select("figure figcaption"):
+            caption = copy.copy(caption)
+            for number in caption.select(".caption-number"):
+                number.decompose()
+            captions.append(squeeze(caption.get_text()))
+    assert captions, "the site has no captioned figure"
+    text = pdf_text(site.html / PDF[site.edition])
+    word = "图" if site.edition == "zh_CN" else "Fig."
+    numbered = [f"{word}{n}" for n in range(1, len(captions) + 1)]
+    missing = [f"{n}{c}" for n, c in zip(numbered, captions, strict=True)]
+    missing = [m for m in missing if m not in text]
+    assert not missing, f"figures missing from the PDF: {missing}"
+    drawn = sum(
+        len(page.images) + ("/XObject" in page["/Resources"]) for page in pdf.pages
+    )
+    assert drawn >= len(captions), (
+        f"{drawn} pages draw figures, {len(captions)} captions"
+    )
+
+
+def test_chinese_is_drawn_in_a_cjk_font():
+    pdf = reader(load_site("zh_CN").html / PDF["zh_CN"])
+    wrong, seen = set(), 0
+
+    def visit(text, cm, tm, font, size):
+        nonlocal seen
+        if CJK.search(text or ""):
+            seen += 1
+            font = font or {}
+            described = font.get("/FontDescriptor", {})  # Type 3 fonts' name
+            name = str(font.get("/BaseFont") or described.get("/FontName"))
+            if "CJK" not in name:
+                wrong.add(name)
+        wrong.update(f"tofu {c!r}" for c in TOFU & set(text or ""))
+        wrong.update(f"radical {c}" for c in text or "" if 0x2E80 <= ord(c) < 0x2FE0)
+
+    for page in pdf.pages:
+        page.extract_text(visitor_text=visit)
+    assert seen, "no Chinese text in the Chinese PDF"
+    assert not wrong, f"Chinese drawn without a CJK font, or missing: {wrong}"
