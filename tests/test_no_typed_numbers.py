@@ -1,0 +1,205 @@
+"""No timing, speed-up or memory size typed into a page's prose.
+
+A measured number goes stale the day the code or the machine changes; the
+book's rule is that every such number comes from a cell (printed, or put in
+the text by ``{glue}``) or from the stored run a cell reads. This test reads
+every ``book/**/*.md`` with markdown-it (the parser MyST builds on), skips
+what is not prose (code cells, code blocks, ``{pysource}`` listings, inline
+code and roles, math), and looks in what is left for
+
+- a duration: ``482 ms``, ``1.2 s``, ``3 seconds``, ``40 µs``;
+- a speed-up: ``3.6x``, ``2.05×``, ``4x faster``, ``2.7 times as long``;
+- a memory size: ``384 MiB``, ``12 GB``, ``65 KB``.
+
+A number in a role (``{glue:text}`name```) is inline code to the parser, so
+it passes. Sizes that are facts of a format or a spec, not measurements,
+go to ``ALLOWED`` with the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+from mdit_py_plugins.front_matter import front_matter_plugin
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = sorted((ROOT / "book").glob("**/*.md"))
+
+_NUMBER = r"(?<![\w.])\d[\d,]*(?:\.\d+)?"
+PATTERNS = {
+    "duration": re.compile(
+        _NUMBER + r"\s?(?:ms|µs|us|ns|s|sec|secs|seconds?|minutes?)(?![\w-])"
+    ),
+    "speed-up": re.compile(
+        _NUMBER + r"(?:[x×](?![\w-])|\s?[x×]\s+(?:faster|slower|quicker|the\b))"
+        r"|" + _NUMBER + r"\s+times\s+(?:faster|slower|quicker|as\s+(?:long|fast))"
+    ),
+    "memory": re.compile(_NUMBER + r"\s?(?:[KMGT]i?B|bytes)(?![\w-])"),
+}
+
+#: (page, matched text): a size that is a fact, not a measurement, and why.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("chapter3/3-5-causal-attention.md", "36 bytes"): (
+        "context_length**2 bytes of the mask buffer at 6 tokens: arithmetic"
+    ),
+    ("chapter3/3-5-causal-attention.md", "1 MiB"): (
+        "context_length**2 bytes at 1,024 tokens: arithmetic"
+    ),
+    ("chapter3/3-5-causal-attention.md", "68.7 GB"): (
+        "a float mask, 4 bytes per pair, at 131,072 tokens: arithmetic"
+    ),
+    ("chapter3/3-5-causal-attention.md", "17.2 GB"): (
+        "context_length**2 bytes at 131,072 tokens: arithmetic"
+    ),
+    ("beyond/buffers-and-devices.md", "1 MiB"): (
+        "a boolean (1024, 1024) mask: 1,024**2 bytes, computed by the next cell"
+    ),
+    ("beyond/kv-cache.md", "72 MiB"): (
+        "the cache formula at GPT-2 size, printed by the cell above it"
+    ),
+    ("beyond/grouped-query-attention.md", "72 MiB"): (
+        "the cache formula for 12 KV heads, printed by the cell above it"
+    ),
+    ("beyond/grouped-query-attention.md", "24 MiB"): (
+        "the cache formula for 4 KV heads, printed by the cell above it"
+    ),
+    ("beyond/grouped-query-attention.md", "6 MiB"): (
+        "the cache formula for 1 KV head, printed by the cell above it"
+    ),
+}
+
+#: Fenced blocks whose body is code or a listing, never prose.
+_CODE_FENCES = re.compile(
+    r"^(?:\{(?:code-cell|code-block|code|sourcecode|literalinclude|pysource"
+    r"|math|raw|eval-rst|glue|doctest|testcode|testoutput|mermaid|graphviz)\}"
+    r"|[\w+-]*)(?:\s|$)"
+)
+_OPTION = re.compile(r"^:[\w-]+:.*$", re.MULTILINE)
+
+_MD = (
+    MarkdownIt("commonmark")
+    .enable("table")
+    .use(front_matter_plugin)
+    .use(dollarmath_plugin, double_inline=True)
+)
+
+
+def prose(markdown: str) -> list[tuple[int, str]]:
+    """The prose of a MyST page, as (line number, text) pairs.
+
+    The line is where the paragraph (or table cell) starts.
+
+    Code, math and roles are left out; a directive that holds prose (a note,
+    an exercise) is read like the page.
+
+    >>> page = '''# Title
+    ... The run took 482 ms, `12 ms` in code.
+    ...
+    ... ```{code-cell} python
+    ... print("1 ms")
+    ... ```
+    ...
+    ... ```{note}
+    ... :class: dropdown
+    ... A note of 3 s.
+    ... ```
+    ... '''
+    >>> for line, text in prose(page):
+    ...     print(line, text)
+    1 Title
+    2 The run took 482 ms,  in code.
+    10 A note of 3 s.
+    """
+    found = []
+    for token in _MD.parse(markdown):
+        line = token.map[0] + 1 if token.map else 0
+        if token.type == "fence":
+            info = token.info.strip()
+            if info.startswith("{") and not _CODE_FENCES.match(info):
+                body = _OPTION.sub("", token.content)
+                found += [(line + n, text) for n, text in prose(body)]
+            continue
+        if token.type != "inline":
+            continue
+        text = "".join(
+            " " if child.type in ("softbreak", "hardbreak") else child.content
+            for child in token.children or ()
+            if child.type in ("text", "softbreak", "hardbreak")
+        )
+        found.append((line, text))
+    return found
+
+
+def typed_numbers(markdown: str) -> list[tuple[int, str, str]]:
+    """(line, kind, match) for each timing, speed-up or size typed in prose.
+
+    >>> old_flash_table = '''
+    ... | | chapter | SDPA | tiled |
+    ... |---|---|---|---|
+    ... | forward | 482 ms | 189 ms | 290 ms |
+    ...
+    ... SDPA is 3.6x faster, and 2.05× in forward plus backward; the chapter's
+    ... class would need
+    ... 12 GiB and takes 2.7 times as long.
+    ... '''
+    >>> for hit in typed_numbers(old_flash_table):
+    ...     print(hit)
+    (4, 'duration', '482 ms')
+    (4, 'duration', '189 ms')
+    (4, 'duration', '290 ms')
+    (6, 'speed-up', '3.6x')
+    (6, 'speed-up', '2.05×')
+    (6, 'speed-up', '2.7 times as long')
+    (6, 'memory', '12 GiB')
+    >>> typed_numbers("A `(64, 64)` tile, 8,192 tokens, 12 heads, 1024 x 1024.")
+    []
+    """
+    hits = []
+    for line, text in prose(markdown):
+        for kind, pattern in PATTERNS.items():
+            hits += [(line, kind, m.group(0)) for m in pattern.finditer(text)]
+    return sorted(hits, key=lambda hit: hit[0])
+
+
+def test_catches_the_old_flash_table():
+    """The table the FlashAttention page once typed (issue 27) is caught."""
+    old = (
+        "| time (ms) | chapter | SDPA | tiled |\n|---|---|---|---|\n"
+        "| forward+backward | 482 ms | 189 ms | 290 ms |\n\n"
+        "The tiled class is 1.5x slower than SDPA, SDPA 2.5x faster.\n"
+    )
+    kinds = [kind for _, kind, _ in typed_numbers(old)]
+    assert kinds == ["duration"] * 3 + ["speed-up"] * 2
+
+
+def test_passes_printed_and_glued_numbers():
+    page = (
+        "```{code-cell} python\nprint(f'{ms:.0f} ms')\n```\n\n"
+        "SDPA took {glue:text}`sdpa_ms:.0f` ms, and $T \\times 64$ floats.\n"
+    )
+    assert typed_numbers(page) == [], typed_numbers(page)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_typed_timing_or_size(page):
+    name = str(page.relative_to(ROOT / "book"))
+    hits = [
+        f"paragraph at line {line}: {kind} {match!r}"
+        for line, kind, match in typed_numbers(page.read_text("utf-8"))
+        if (name, match) not in ALLOWED
+    ]
+    assert not hits, (
+        f"{name} types measured numbers into its prose; print them from a "
+        "cell, read them from the stored run, or {glue} them:\n" + "\n".join(hits)
+    )
+
+
+def test_allowlist_is_used():
+    """Every allowed entry still matches its page: no stale exceptions."""
+    for (name, match), reason in ALLOWED.items():
+        hits = typed_numbers((ROOT / "book" / name).read_text("utf-8"))
+        assert match in [m for _, _, m in hits], (name, match, reason)
