@@ -188,6 +188,8 @@ def test_the_term_base_is_the_glossary_table():
         "running softmax",
         "prompt",
         "batch size",
+        "chunk",
+        "chunked prefill",
     } <= english
     token = next(term for term in TERMS if term.english == "token")
     assert (token.chinese, "令牌" in token.rivals) == ("词元", True)
@@ -234,6 +236,9 @@ def test_terminology_check_fails_when_a_token_becomes_a_ling_pai():
         ("The batch size.", "批大小。", "'批大小' instead of 批次大小"),
         ("The batch size.", "批量大小。", "'batch size' without 批次大小"),
         ("The batch size.", "批次大小。", None),
+        ("A chunk of 2 tokens.", "2 个词元的一块。", "'chunk' without 段"),
+        ("Chunked prefill.", "分块预填充。", "'分块预填充' instead of 分段预填充"),
+        ("Chunked prefill, in chunks.", "分段预填充，一段一段地。", None),
     ],
 )
 def test_terminology_rules(msgid, msgstr, expected):
