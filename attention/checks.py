@@ -600,21 +600,31 @@ def check_decode(
     token_ids: torch.Tensor,
     cache: object = None,
     max_new_tokens: int | None = None,
+    attention_mask: torch.Tensor | None = None,
 ) -> None:
     """The one check of generation: a :class:`~attention.contract.Decoder`, a prompt.
 
     ``token_ids`` ``(b, T)`` with ``T >= 1`` must fit the context after the
     tokens ``cache`` holds, with room for the ``max_new_tokens - 1`` that
-    greedy generation feeds back.
+    greedy generation feeds back. An ``attention_mask`` covers the cached
+    tokens and the new ones, left-padded; to generate, every row needs a
+    real token.
     """
-    from .contract import Decoder
+    from .contract import Decoder, SeparateProjections
     from .kv_cache import KVCache
 
     check_module("model", model, Decoder)
+    for i, layer in enumerate(model.layers):
+        check_module(f"model.layers[{i}]", layer, SeparateProjections)
     held = 0
     if cache is not None:
         check_module("cache", cache, KVCache)
         held = cache.num_tokens()
+        if cache.num_layers != len(model.layers):
+            raise ValueError(
+                f"cache must have one layer per attention layer of model, "
+                f"{len(model.layers)}, got num_layers={cache.num_layers}"
+            )
     more = 0
     if max_new_tokens is not None:
         check_positive(max_new_tokens=max_new_tokens)
@@ -628,9 +638,61 @@ def check_decode(
             f"is {limit}, the cache holds {held} and max_new_tokens={max_new_tokens} "
             f"feeds back {more}; got {num_tokens}"
         )
+    if attention_mask is not None:
+        check_running_mask(attention_mask, token_ids, held)
+        if (
+            max_new_tokens is not None
+            and attention_mask.device.type != "meta"
+            and not bool(attention_mask[:, -1].all())
+        ):
+            row = int((attention_mask[:, -1] == 0).nonzero()[0])
+            raise ValueError(
+                "attention_mask must end in a real token (1) in every row: "
+                f"generation continues after it; row {row} is "
+                f"{attention_mask[row].tolist()}"
+            )
 
 
-def check_cached(attn: nn.Module, x: torch.Tensor, cache: object, layer: int) -> None:
+def check_running_mask(
+    attention_mask: torch.Tensor, new: torch.Tensor, held: int
+) -> None:
+    """Raise unless ``attention_mask`` is a left-padded ``(b, held + T_new)`` mask.
+
+    It covers the ``held`` cached tokens and the new ones, ``new`` ``(b, T_new,
+    ...)``; in each row the pads (0) come before the real tokens (1), so new
+    tokens always follow a row's last real one.
+    """
+    check_attention_mask(attention_mask)
+    b, num_new = new.shape[:2]
+    if _shape(attention_mask) != (b, held + num_new):
+        raise ValueError(
+            f"attention_mask must be (b, cached + new tokens) = "
+            f"{(b, held + num_new)}: the cache holds {held} and {num_new} are new; "
+            f"got shape {_shape(attention_mask)}"
+        )
+    if attention_mask.device != new.device:
+        raise ValueError(
+            f"attention_mask must be on {new.device}, got {attention_mask.device}"
+        )
+    if attention_mask.device.type == "meta" or held + num_new < 2:
+        return
+    late_pad = attention_mask[:, 1:] < attention_mask[:, :-1]  # a 1 before a 0
+    if bool(late_pad.any()):
+        row = int(late_pad.any(dim=1).nonzero()[0])
+        raise ValueError(
+            "attention_mask must be left-padded: 0s (pads), then 1s (real tokens) "
+            f"in each row, so that new tokens follow the real ones; row {row} is "
+            f"{attention_mask[row].tolist()}"
+        )
+
+
+def check_cached(
+    attn: nn.Module,
+    x: torch.Tensor,
+    cache: object,
+    layer: int,
+    attention_mask: torch.Tensor | None = None,
+) -> None:
     """The one check of :func:`~attention.cached_attention`: new tokens that fit."""
     from .contract import SeparateProjections
     from .kv_cache import KVCache
@@ -646,6 +708,8 @@ def check_cached(attn: nn.Module, x: torch.Tensor, cache: object, layer: int) ->
             f"tokens, so at most {attn.context_length - held} new tokens fit; "
             f"got {x.shape[1]}"
         )
+    if attention_mask is not None:
+        check_running_mask(attention_mask, x, held)
 
 
 def check_training(

@@ -37,7 +37,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Protocol, runtime_checkable
@@ -123,22 +123,25 @@ class Decoder(Protocol):
 
     Book section: Beyond the chapter, Generation with a KV cache.
     :class:`~attention.TinyAttentionModel` is one. Generation reads a model
-    through these members only: ``embed`` turns token ids into embeddings
-    with positions from ``start`` on, ``attn`` (a :class:`SeparateProjections`
-    layer) mixes them, ``out_head`` scores the vocabulary. ``embed`` trusts
-    its input: the checks run once, at the door (``attention.checks``).
+    through these members only: ``embed`` turns token ids into embeddings at
+    the given positions, each of ``layers`` (a :class:`SeparateProjections`
+    layer) mixes them in turn, ``out_head`` scores the vocabulary. ``embed``
+    trusts its input: the checks run once, at the door (``attention.checks``).
 
     Shape:
-        embed: ``(b, T) -> (b, T, d)``
+        embed: ``(b, T)`` ids and ``(b, T)`` or ``(T,)`` positions ``-> (b, T, d)``
+        each layer: ``(b, T, d) -> (b, T, d)``
         out_head: ``(b, T, d) -> (b, T, vocab_size)``
     """
 
     vocab_size: int
     context_length: int
-    attn: nn.Module
+    layers: Sequence[nn.Module]
     out_head: nn.Module
 
-    def embed(self, token_ids: torch.Tensor, start: int = 0) -> torch.Tensor: ...
+    def embed(
+        self, token_ids: torch.Tensor, position_ids: torch.Tensor | None = None
+    ) -> torch.Tensor: ...
 
 
 def _tolerances() -> Mapping[torch.dtype, tuple[float, float]]:

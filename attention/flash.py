@@ -188,8 +188,8 @@ def attention_over_key_tiles(
     query sees every key.
 
     Args:
-        queries: the queries, already scaled or not (the scores are divided
-            by ``sqrt(hd)`` here).
+        queries: the queries, not pre-scaled (the scores are divided by
+            ``sqrt(hd)`` here).
         keys: the keys.
         values: the values, one per key.
         tile_size: keys per tile, at least 1.

@@ -1,13 +1,22 @@
-"""Greedy generation, with and without a KV cache (beyond the chapter).
+"""Greedy generation, with and without a KV cache, for one prompt or a padded batch.
 
-Shape legend: ``b`` batch size, ``P`` prompt tokens, ``T_new`` tokens fed in
-one call, ``T_all`` tokens so far, ``n`` ``max_new_tokens``, ``V``
-``vocab_size``, ``d`` the model's width.
+Book section: Beyond the chapter, Generation with a KV cache.
+
+Shape legend: ``b`` batch size, ``P`` prompt tokens (padding included),
+``T_new`` tokens fed in one call, ``T_all`` tokens so far, ``n``
+``max_new_tokens``, ``V`` ``vocab_size``, ``d`` the model's width.
 
 Generation reads its model through :class:`~attention.contract.Decoder`
-(``embed``, ``attn``, ``out_head``, ``vocab_size``, ``context_length``), so
+(``embed``, ``layers``, ``out_head``, ``vocab_size``, ``context_length``), so
 any model with those members can be driven. Each public function checks its
 arguments once, at the door; the loops run unchecked steps.
+
+A batch of prompts of different lengths is *left*-padded, with an
+``attention_mask`` (1 = a real token, 0 = a pad) as a tokenizer returns it:
+every row then ends in its last real token, and each new token goes right
+after it. Three things make each row come out as if it ran alone: padded
+keys are masked out in every layer and step, a row's positions count its
+real tokens only, and the mask grows by a column of ones with each new token.
 """
 
 from __future__ import annotations
@@ -20,23 +29,32 @@ from .kv_cache import KVCache, attend_cached
 
 
 def decode_step(
-    model: Decoder, token_ids: torch.Tensor, cache: KVCache
+    model: Decoder,
+    token_ids: torch.Tensor,
+    cache: KVCache,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Run ``model`` on new tokens only, with the earlier ones in ``cache``.
 
     Book section: Beyond the chapter, Generation with a KV cache. The model's
     ``forward``, with two changes: the positions start where the cache ends,
     and the attention is :func:`~attention.cached_attention`. The first call,
-    with the whole prompt, is the *prefill*; every later call, with one
-    token, is a *decode step*.
+    with the whole prompt, is the *prefill*; every later call is a *decode
+    step*, usually of one token. A prompt may also go in as several chunks
+    (*chunked prefill*), and a step may bring several tokens: the causal
+    triangle is aligned bottom-right either way.
 
     Args:
         model: the decoder, a :class:`~attention.contract.Decoder`.
         token_ids: the new tokens.
-        cache: the cache of ``model``'s attention layer, updated in place.
+        cache: the cache, one layer per layer of ``model``, updated in place.
+        attention_mask: for a left-padded batch, 1 for a real token and 0
+            for a pad, over the cached tokens and the new ones. Default: no
+            padding.
 
     Shape:
         token_ids: ``(b, T_new)``
+        attention_mask: ``(b, T_all)``
         Output: ``(b, T_new, V)``
 
     Returns:
@@ -45,35 +63,57 @@ def decode_step(
     Example:
         >>> from attention import TinyAttentionModel
         >>> _ = torch.manual_seed(0)
-        >>> model = TinyAttentionModel(10, 8, context_length=6, num_heads=2).eval()
+        >>> model = TinyAttentionModel(10, 8, 6, num_heads=2, num_layers=2).eval()
         >>> token_ids = torch.tensor([[3, 1, 4, 1]])
-        >>> cache = KVCache(model.context_length)
+        >>> cache = KVCache(model.context_length, num_layers=2)
         >>> logits = decode_step(model, token_ids[:, :3], cache)  # prefill
         >>> logits = decode_step(model, token_ids[:, 3:], cache)  # a decode step
         >>> torch.allclose(logits[:, -1], model(token_ids)[:, -1])
         True
     """
-    check_decode(model, token_ids, cache)
-    return decode_cached(model, token_ids, cache)
+    check_decode(model, token_ids, cache, attention_mask=attention_mask)
+    return decode_cached(model, token_ids, cache, attention_mask)
 
 
 def decode_cached(
-    model: Decoder, token_ids: torch.Tensor, cache: KVCache
+    model: Decoder,
+    token_ids: torch.Tensor,
+    cache: KVCache | None,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """:func:`~attention.decode_step` after the door: what each new token costs.
 
     Book section: Beyond the chapter, Generation with a KV cache. No checks:
-    :func:`~attention.decode_step` and the generation loops check once, before it.
+    :func:`~attention.decode_step` and the generation loops check once, before
+    it. With ``cache=None`` the tokens are the whole sequence: the pass
+    without a cache.
     """
-    start = cache._held(0)
-    x = model.embed(token_ids, start)  # (b, T_new) -> (b, T_new, d)
-    context_vec = attend_cached(model.attn, x, cache)  # (b, T_new, d)
-    return model.out_head(context_vec)  # (b, T_new, d) -> (b, T_new, V)
+    start = 0 if cache is None else cache._held(0)
+    num_new = token_ids.shape[1]
+    if attention_mask is None:  # positions start, start + 1, ...: (T_new,)
+        positions = torch.arange(start, start + num_new, device=token_ids.device)
+    else:  # a row's position counts its real tokens: (b, T_all) -> (b, T_new)
+        positions = (attention_mask.cumsum(dim=1) - 1).clamp(min=0)[:, start:]
+    x = model.embed(token_ids, positions)  # (b, T_new) -> (b, T_new, d)
+    for i, layer in enumerate(model.layers):
+        x = attend_cached(layer, x, cache, i, attention_mask)  # (b, T_new, d)
+    return model.out_head(x)  # (b, T_new, d) -> (b, T_new, V)
+
+
+def _grown(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
+    """The mask with one more real token per row: (b, T_all) -> (b, T_all + 1)."""
+    if attention_mask is None:
+        return None
+    ones = attention_mask.new_ones(attention_mask.shape[0], 1)
+    return torch.cat((attention_mask, ones), dim=1)
 
 
 @torch.no_grad()
 def generate_greedy(
-    model: Decoder, token_ids: torch.Tensor, max_new_tokens: int
+    model: Decoder,
+    token_ids: torch.Tensor,
+    max_new_tokens: int,
+    attention_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy generation without a cache: the whole sequence again at each step.
 
@@ -83,42 +123,56 @@ def generate_greedy(
 
     Args:
         model: the decoder, in eval mode.
-        token_ids: the prompt, at least one token.
+        token_ids: the prompts, at least one token; a batch of prompts of
+            different lengths is left-padded.
         max_new_tokens: how many tokens to add, at least 1. The last new
             token is never fed back, so ``P + max_new_tokens - 1`` must not
             exceed ``model.context_length``.
+        attention_mask: for a padded batch, 1 for a real token, 0 for a pad,
+            with every row's pads on the left. Default: no padding.
 
     Shape:
         token_ids: ``(b, P)``
+        attention_mask: ``(b, P)``
         Output: ``(b, P + n)`` and ``(b, n, V)``
 
     Returns:
-        ``(token_ids, logits)``: the prompt with the new tokens, and the
-        logits each new token was chosen from.
+        ``(token_ids, logits)``: the prompts with the new tokens, and the
+        logits each new token was chosen from. Each row is what its prompt
+        gives on its own.
 
     Example:
-        >>> from attention import TinyAttentionModel
+        >>> from attention import TinyAttentionModel, pad_sequences
         >>> _ = torch.manual_seed(0)
-        >>> model = TinyAttentionModel(10, 8, context_length=6, num_heads=2).eval()
+        >>> model = TinyAttentionModel(10, 8, 6, num_heads=2, num_layers=2).eval()
         >>> tokens, logits = generate_greedy(model, torch.tensor([[3, 1]]), 4)
         >>> tokens, logits.shape
-        (tensor([[3, 1, 7, 5, 1, 7]]), torch.Size([1, 4, 10]))
+        (tensor([[3, 1, 6, 6, 6, 6]]), torch.Size([1, 4, 10]))
+        >>> prompts = [torch.tensor([3, 1]), torch.tensor([5, 2, 8])]
+        >>> ids, attention_mask = pad_sequences(prompts, side="left")
+        >>> generate_greedy(model, ids, 3, attention_mask)[0]
+        tensor([[0, 3, 1, 6, 6, 6],
+                [5, 2, 8, 6, 6, 6]])
     """
-    check_decode(model, token_ids, max_new_tokens=max_new_tokens)
+    check_decode(model, token_ids, None, max_new_tokens, attention_mask)
     step_logits = []
     for _ in range(max_new_tokens):
-        x = model.embed(token_ids)  # (b, T_all) -> (b, T_all, d)
-        logits = model.out_head(model.attn(x))[:, -1]  # (b, T_all, V) -> (b, V)
+        # (b, T_all) -> (b, T_all, V) -> the last position: (b, V)
+        logits = decode_cached(model, token_ids, None, attention_mask)[:, -1]
         step_logits.append(logits)
         next_id = logits.argmax(dim=-1, keepdim=True)  # (b, V) -> (b, 1)
         token_ids = torch.cat((token_ids, next_id), dim=1)  # (b, T_all + 1)
+        attention_mask = _grown(attention_mask)
     logits = torch.stack(step_logits, dim=1)  # n x (b, V) -> (b, n, V)
     return token_ids, logits
 
 
 @torch.no_grad()
 def generate_greedy_cached(
-    model: Decoder, token_ids: torch.Tensor, max_new_tokens: int
+    model: Decoder,
+    token_ids: torch.Tensor,
+    max_new_tokens: int,
+    attention_mask: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy generation with a KV cache: a prefill, then one token per step.
 
@@ -127,12 +181,16 @@ def generate_greedy_cached(
 
     Args:
         model: the decoder, in eval mode.
-        token_ids: the prompt, at least one token.
+        token_ids: the prompts, at least one token; a batch of prompts of
+            different lengths is left-padded.
         max_new_tokens: how many tokens to add, at least 1, with
             ``P + max_new_tokens - 1 <= model.context_length``.
+        attention_mask: for a padded batch, 1 for a real token, 0 for a pad,
+            with every row's pads on the left. Default: no padding.
 
     Shape:
         token_ids: ``(b, P)``
+        attention_mask: ``(b, P)``
         Output: ``(b, P + n)`` and ``(b, n, V)``
 
     Returns:
@@ -141,19 +199,22 @@ def generate_greedy_cached(
     Example:
         >>> from attention import TinyAttentionModel
         >>> _ = torch.manual_seed(0)
-        >>> model = TinyAttentionModel(10, 8, context_length=6, num_heads=2).eval()
+        >>> model = TinyAttentionModel(10, 8, 6, num_heads=2, num_layers=2).eval()
         >>> tokens, logits = generate_greedy_cached(model, torch.tensor([[3, 1]]), 4)
         >>> tokens
-        tensor([[3, 1, 7, 5, 1, 7]])
+        tensor([[3, 1, 6, 6, 6, 6]])
     """
-    check_decode(model, token_ids, max_new_tokens=max_new_tokens)
-    cache = KVCache(model.context_length)
-    logits = decode_cached(model, token_ids, cache)[:, -1]  # prefill: (b, V)
+    check_decode(model, token_ids, None, max_new_tokens, attention_mask)
+    cache = KVCache(model.context_length, num_layers=len(model.layers))
+    # The prefill: every prompt token at once. (b, P) -> (b, P, V) -> (b, V)
+    logits = decode_cached(model, token_ids, cache, attention_mask)[:, -1]
     step_logits = [logits]
     for _ in range(max_new_tokens - 1):
         next_id = logits.argmax(dim=-1, keepdim=True)  # (b, V) -> (b, 1)
         token_ids = torch.cat((token_ids, next_id), dim=1)  # (b, T_all + 1)
-        logits = decode_cached(model, next_id, cache)[:, -1]  # one token: (b, V)
+        attention_mask = _grown(attention_mask)
+        # A decode step: one token per row. (b, 1) -> (b, 1, V) -> (b, V)
+        logits = decode_cached(model, next_id, cache, attention_mask)[:, -1]
         step_logits.append(logits)
     next_id = logits.argmax(dim=-1, keepdim=True)  # the last one, never fed
     token_ids = torch.cat((token_ids, next_id), dim=1)

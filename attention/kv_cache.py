@@ -141,7 +141,11 @@ def kv_cache_bytes(
 
 
 def cached_attention(
-    attn: nn.Module, x: torch.Tensor, cache: KVCache, layer: int = 0
+    attn: nn.Module,
+    x: torch.Tensor,
+    cache: KVCache,
+    layer: int = 0,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Causal attention of new tokens over the cached ones and themselves.
 
@@ -151,16 +155,23 @@ def cached_attention(
     new tokens sit at positions ``start .. start + T_new - 1``, where
     ``start`` is what the cache already holds; new token ``i`` may look at
     keys ``0 .. start + i``. Those are rows ``start ..`` of the module's
-    causal mask: the triangle is aligned bottom-right.
+    causal mask: with fewer queries than keys the triangle is aligned
+    bottom-right, so a prefill in chunks of any size gives what one
+    prefill gives.
 
     Args:
         attn: the attention module whose weights to use.
         x: the new tokens' embeddings.
         cache: the cache, updated in place with the new keys and values.
         layer: which of the cache's layers ``attn`` is. Default: ``0``.
+        attention_mask: for a padded batch, 1 for a real token and 0 for a
+            pad, over every token so far: the cached ones, then the new
+            ones. Padded keys are masked out like future ones; a query
+            that may see no key gets zero weights. Default: no padding.
 
     Shape:
         x: ``(b, T_new, d_in)``
+        attention_mask: ``(b, T_all)``, ``T_all = start + T_new``
         Output: ``(b, T_new, d_out)``
 
     Returns:
@@ -178,21 +189,27 @@ def cached_attention(
         >>> torch.allclose(torch.cat((first, last), dim=1), mha(x))
         True
     """
-    check_cached(attn, x, cache, layer)
-    return attend_cached(attn, x, cache, layer)
+    check_cached(attn, x, cache, layer, attention_mask)
+    return attend_cached(attn, x, cache, layer, attention_mask)
 
 
 def attend_cached(
-    attn: nn.Module, x: torch.Tensor, cache: KVCache, layer: int = 0
+    attn: nn.Module,
+    x: torch.Tensor,
+    cache: KVCache | None,
+    layer: int = 0,
+    attention_mask: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """:func:`~attention.cached_attention` after the door: the algorithm alone.
 
     Book section: Beyond the chapter, Generation with a KV cache. The
-    package's loops call it once per layer and generated token, on inputs
-    checked once before the loop (see :mod:`attention.checks`).
+    package's loops call it once per layer and step, on inputs checked once
+    before the loop (see :mod:`attention.checks`). With ``cache=None``,
+    ``x`` is the whole sequence and nothing is kept: the pass without a
+    cache, padding mask included.
     """
     b, num_new, _ = x.shape
-    start = cache._held(layer)
+    start = 0 if cache is None else cache._held(layer)
     num_kv_heads = getattr(attn, "num_kv_heads", attn.num_heads)
     head_dim = attn.head_dim
     # (b, T_new, d_in) -> (b, T_new, h, hd) -> (b, h, T_new, hd)
@@ -206,7 +223,8 @@ def attend_cached(
 
     # The only new line of the algorithm: keep the new keys and values, get
     # all of them back. (b, g, T_new, hd) -> (b, g, T_all, hd)
-    keys, values = cache._append(layer, keys, values)
+    if cache is not None:
+        keys, values = cache._append(layer, keys, values)
     # (b, g, T_all, hd) -> (b, h, T_all, hd)
     # what repeat_kv computes, without its checks
     keys = keys.repeat_interleave(attn.num_heads // num_kv_heads, dim=1)
@@ -214,10 +232,18 @@ def attend_cached(
 
     # (b, h, T_new, hd) @ (b, h, hd, T_all) -> (b, h, T_new, T_all)
     attn_scores = queries @ keys.transpose(2, 3)
-    # Rows start .. start + T_new - 1 of the causal mask: (T_new, T_all)
-    future = attn.mask[start : start + num_new, : start + num_new]
-    attn_scores.masked_fill_(future, -torch.inf)
+    # Rows start .. start + T_new - 1 of the causal mask, True = masked out:
+    # the triangle aligned bottom-right. (T_new, T_all)
+    hidden = attn.mask[start : start + num_new, : start + num_new]
+    if attention_mask is not None:
+        padded = attention_mask == 0  # (b, T_all), True = a padded key
+        # (T_new, T_all) | (b, 1, 1, T_all) -> (b, 1, T_new, T_all)
+        hidden = hidden | padded[:, None, None, :]
+    attn_scores = attn_scores.masked_fill(hidden, -torch.inf)
     attn_weights = torch.softmax(attn_scores / head_dim**0.5, dim=-1)
+    if attention_mask is not None:
+        # A left pad sees no key at all: nan after the softmax, 0 instead.
+        attn_weights = attn_weights.masked_fill(hidden, 0.0)
     attn_weights = attn.dropout(attn_weights)
 
     # (b, h, T_new, T_all) @ (b, h, T_all, hd) -> (b, h, T_new, hd)

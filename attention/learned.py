@@ -35,24 +35,29 @@ IGNORE_INDEX = -100
 
 
 class TinyAttentionModel(nn.Module):
-    """Token embeddings, position embeddings, one multi-head attention, an output layer.
+    """Token embeddings, position embeddings, multi-head attention, an output layer.
 
-    Book section: Beyond the chapter, Attention that has learned. The
+    Book section: Beyond the chapter, Attention that has learned. Each
     attention layer is the chapter's :class:`~attention.MultiHeadAttention`
-    (causal, ``d_in = d_out = d_model``, no dropout), used as it is. Its
-    output goes straight to a linear layer that scores every word of the
-    vocabulary: no residual connection, no feed-forward block, one layer.
+    (causal, ``d_in = d_out = d_model``, no dropout), used as it is; each
+    layer's output is the next one's input. The last output goes straight
+    to a linear layer that scores every word of the vocabulary: no residual
+    connection, no feed-forward block. The trained model of the page has
+    one layer; generation tests use two, where the causal mask changes what
+    the last position sees.
 
     Args:
         vocab_size: how many different token ids there are.
-        d_model: width of the embeddings and of the attention layer; must be
-            divisible by ``num_heads``.
+        d_model: width of the embeddings and of the attention layers; must
+            be divisible by ``num_heads``.
         context_length: the longest sequence the model accepts; also the
             number of position embeddings.
-        num_heads: how many attention heads.
+        num_heads: how many attention heads per layer.
         use_positions: add a learned position embedding to each token
             embedding. With ``False`` the model sees only which tokens came
             before, not in what order. Default: ``True``.
+        num_layers: how many attention layers, one after the other.
+            Default: ``1``.
 
     Shape:
         Input: ``(b, T)`` token ids in ``[0, vocab_size)``, ``T <= context_length``
@@ -73,6 +78,8 @@ class TinyAttentionModel(nn.Module):
         torch.Size([1, 6, 10])
         >>> logits[0, 0, :3]
         tensor([-0.3411, -0.3151, -0.1658], grad_fn=<SliceBackward0>)
+        >>> len(TinyAttentionModel(10, 8, 6, num_heads=2, num_layers=2).layers)
+        2
     """
 
     def __init__(
@@ -82,10 +89,14 @@ class TinyAttentionModel(nn.Module):
         context_length: int,
         num_heads: int,
         use_positions: bool = True,
+        num_layers: int = 1,
     ) -> None:
         super().__init__()
         check_positive(
-            vocab_size=vocab_size, d_model=d_model, context_length=context_length
+            vocab_size=vocab_size,
+            d_model=d_model,
+            context_length=context_length,
+            num_layers=num_layers,
         )
         check_divides(("num_heads", num_heads), ("d_model", d_model))
         check_flag("use_positions", use_positions)
@@ -95,29 +106,43 @@ class TinyAttentionModel(nn.Module):
         self.pos_emb = None  # without positions, order is invisible
         if use_positions:
             self.pos_emb = nn.Embedding(context_length, d_model)
-        self.attn = MultiHeadAttention(
-            d_model, d_model, context_length, dropout=0.0, num_heads=num_heads
+        self.layers = nn.ModuleList(
+            MultiHeadAttention(
+                d_model, d_model, context_length, dropout=0.0, num_heads=num_heads
+            )
+            for _ in range(num_layers)
         )
         self.out_head = nn.Linear(d_model, vocab_size)
+
+    @property
+    def attn(self) -> MultiHeadAttention:
+        """The first attention layer: the only one of a one-layer model."""
+        return self.layers[0]
 
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         device = self.tok_emb.weight.device
         check_token_ids(token_ids, self.vocab_size, self.context_length, device)
         x = self.embed(token_ids)  # (b, T) -> (b, T, d)
-        context_vec = self.attn(x)  # (b, T, d)
-        return self.out_head(context_vec)  # (b, T, d) -> (b, T, V)
+        for layer in self.layers:
+            x = layer(x)  # (b, T, d): context vectors, the next layer's input
+        return self.out_head(x)  # (b, T, d) -> (b, T, V)
 
-    def embed(self, token_ids: torch.Tensor, start: int = 0) -> torch.Tensor:
-        """Token embeddings plus the embeddings of positions ``start, start + 1, ...``.
+    def embed(
+        self, token_ids: torch.Tensor, position_ids: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Token embeddings plus the embeddings of their positions.
 
-        Unchecked: ``forward`` and generation check ``token_ids`` first.
-        ``start`` is where a KV cache ends (:func:`~attention.decode_step`).
+        Unchecked: ``forward`` and generation check their input first.
+        ``position_ids`` ``(b, T)`` gives each token's position; the default
+        is ``0, 1, ..., T - 1``. Generation passes where each row's real
+        tokens are, which a KV cache or left padding shifts
+        (:func:`~attention.decode_step`).
         """
         x = self.tok_emb(token_ids)  # (b, T) -> (b, T, d)
         if self.pos_emb is not None:
-            end = start + token_ids.shape[1]
-            positions = torch.arange(start, end, device=token_ids.device)
-            x = x + self.pos_emb(positions)  # (b, T, d) + (T, d) -> (b, T, d)
+            if position_ids is None:
+                position_ids = torch.arange(token_ids.shape[1], device=x.device)
+            x = x + self.pos_emb(position_ids)  # (b, T, d) + (b, T, d) or (T, d)
         return x
 
 

@@ -41,13 +41,13 @@ def tiny_model_config(model: TinyAttentionModel) -> dict:
 
     Returns:
         A dict of ``vocab_size``, ``d_model``, ``context_length``,
-        ``num_heads`` and ``use_positions``.
+        ``num_heads``, ``use_positions`` and ``num_layers``.
 
     Example:
         >>> model = TinyAttentionModel(16, 8, context_length=5, num_heads=2)
         >>> tiny_model_config(model)  # doctest: +NORMALIZE_WHITESPACE
         {'vocab_size': 16, 'd_model': 8, 'context_length': 5, 'num_heads': 2,
-         'use_positions': True}
+         'use_positions': True, 'num_layers': 1}
     """
     if not isinstance(model, TinyAttentionModel):
         check_module("model", model)
@@ -59,6 +59,7 @@ def tiny_model_config(model: TinyAttentionModel) -> dict:
         "context_length": model.context_length,
         "num_heads": model.attn.num_heads,
         "use_positions": model.pos_emb is not None,
+        "num_layers": len(model.layers),
     }
 
 

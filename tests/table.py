@@ -187,12 +187,16 @@ def reference_logits(model: TinyAttentionModel, ids: torch.Tensor) -> torch.Tens
     x = model.tok_emb.weight.detach()[ids]
     if model.pos_emb is not None:
         x = x + model.pos_emb.weight.detach()[: ids.shape[1]]
-    context = reference_multihead(chapter_state(model.attn), x, model.attn.num_heads)
-    return context @ model.out_head.weight.detach().T + model.out_head.bias.detach()
+    for layer in model.layers:
+        x = reference_multihead(chapter_state(layer), x, layer.num_heads)
+    return x @ model.out_head.weight.detach().T + model.out_head.bias.detach()
 
 
 def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6) -> TinyAttentionModel:
-    return d.module(lambda: TinyAttentionModel(vocab, 4, context_length, num_heads=2))
+    layers = d.int(1, 2)
+    return d.module(
+        lambda: TinyAttentionModel(vocab, 4, context_length, 2, num_layers=layers)
+    )
 
 
 # --- error inputs that many records share -----------------------------------------
@@ -656,35 +660,72 @@ def _cached_ref(s: Sample) -> torch.Tensor:
 
 
 def _decode(d: Draw) -> Sample:
-    P = d.int(1, 5)
+    """A prefill in chunks of any size (a chunk may be all pads), then a step."""
+    b, T = d.int(0, 2), d.int(2, 6)
+    chunks = d.draw(st.lists(st.integers(1, 3), min_size=1, max_size=4))
+    lengths = [d.int(1, T) for _ in range(b)]
+    mask = left_padding(lengths, T).to(d.device) if d.flag() else None
 
-    def two_steps(model, ids):
-        cache = KVCache(model.context_length)
-        first = attention.decode_step(model, ids[:, :P], cache)
-        return torch.cat(
-            (first, attention.decode_step(model, ids[:, P:], cache)), dim=1
-        )
+    def in_chunks(model, ids):
+        cache = KVCache(model.context_length, len(model.layers))
+        outs, start = [], 0
+        for n in (*chunks, T):
+            end = min(start + n, T)
+            if end > start:
+                seen = None if mask is None else mask[:, :end]
+                outs.append(
+                    attention.decode_step(model, ids[:, start:end], cache, seen)
+                )
+            start = end
+        logits = torch.cat(outs, dim=1)  # (b, T, V)
+        # A pad's logits mean nothing: compare the real tokens' only.
+        return logits if mask is None else logits * mask[..., None]
 
-    return Sample(two_steps, (tiny_model(d), d.ids(7, d.int(0, 2), P + 1)))
+    return Sample(in_chunks, (tiny_model(d), d.ids(7, b, T)), given={"mask": mask})
+
+
+def left_padding(lengths: Sequence[int], num_tokens: int) -> torch.Tensor:
+    """An attention mask: ``num_tokens - n`` zeros, then ``n`` ones, per row."""
+    rows = [[0] * (num_tokens - n) + [1] * n for n in lengths]
+    return torch.tensor(rows, dtype=torch.long).reshape(len(rows), num_tokens)
 
 
 def _generate(fn: Callable) -> Callable[[Draw], Sample]:
     def sample(d: Draw) -> Sample:
-        return Sample(
-            fn, (tiny_model(d), d.ids(7, d.int(0, 2), d.int(1, 4)), d.int(1, 2))
-        )
+        b, P = d.int(0, 3), d.int(1, 4)
+        args = (tiny_model(d), d.ids(7, b, P), d.int(1, 3))
+        if d.flag():  # a left-padded batch of prompts of 1 .. P tokens
+            lengths = [d.int(1, P) for _ in range(b)]
+            args += (left_padding(lengths, P).to(d.device),)
+        return Sample(fn, args)
 
     return sample
 
 
-def _generate_ref(s: Sample):
-    model, ids, n = s.args
-    ids, logits = cpu(ids), []
+def _generate_alone(model: TinyAttentionModel, ids: torch.Tensor, n: int):
+    """Greedy generation of one row, by the formula: ``(T + n,)``, ``(n, V)``."""
+    logits = []
     for _ in range(n):
-        last = reference_logits(model.cpu(), ids)[:, -1]
+        last = reference_logits(model, ids[None])[0, -1]  # (V,)
         logits.append(last)
-        ids = torch.cat((ids, last.argmax(-1, keepdim=True)), dim=1)
-    return ids, torch.stack(logits, dim=1)
+        ids = torch.cat((ids, last.argmax(-1, keepdim=True)))
+    return ids, torch.stack(logits)
+
+
+def _generate_ref(s: Sample):
+    """Each row generated on its own, its pads put back in front."""
+    model, ids, n, *mask = s.args
+    model, ids = model.cpu(), cpu(ids)
+    mask = cpu(mask[0]) if mask else torch.ones_like(ids)
+    rows, logits = [], []
+    for row, real in zip(ids, mask.bool(), strict=True):
+        alone, row_logits = _generate_alone(model, row[real], n)
+        rows.append(torch.cat((row[~real], alone)))
+        logits.append(row_logits)
+    V = model.out_head.out_features
+    if not rows:
+        return ids.new_zeros(0, ids.shape[1] + n), torch.zeros(0, n, V)
+    return torch.stack(rows), torch.stack(logits)
 
 
 def _kv_cache_bytes(d: Draw) -> Sample:
@@ -820,7 +861,15 @@ def _key_padding_ref(s: Sample) -> torch.Tensor:
 
 
 def _decode_ref(s: Sample) -> torch.Tensor:
-    return reference_logits(s.args[0].cpu(), cpu(s.args[1]))
+    """Each row's real tokens on their own, by the formula; zeros at its pads."""
+    model, ids = s.args[0].cpu(), cpu(s.args[1])
+    if s.given["mask"] is None:
+        return reference_logits(model, ids)
+    V, dtype = model.out_head.out_features, model.out_head.weight.dtype
+    logits = torch.zeros(*ids.shape, V, dtype=dtype)
+    for n, real in enumerate(cpu(s.given["mask"]).bool()):
+        logits[n, real] = reference_logits(model, ids[n, real][None])[0]
+    return logits
 
 
 def _repeat_kv(d: Draw) -> Sample:
@@ -861,7 +910,7 @@ CLASS = "type|class"
 
 def _with_attn(attn: nn.Module) -> TinyAttentionModel:
     model = MODEL()
-    model.attn = attn
+    model.layers[0] = attn
     return model
 
 
@@ -895,7 +944,18 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
         bad("ids-meta", lambda: run(model(), ids.to("meta"), 2), f"{ids_}; meta"),
     )  # fmt: skip
     if name != "decode_step":
-        errors += (bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),)
+        right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
+        errors += (
+            bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),
+            bad("mask-shape", lambda: run(model(), ids, 2, torch.ones(1, 3)),
+                "attention_mask; (1, 2); (1, 3)"),
+            bad("mask-right", lambda: run(model(), *right[:1], 2, right[1]),
+                "attention_mask; left-padded; [1, 0]"),
+            bad("mask-empty-row", lambda: run(model(), ids, 2, torch.tensor([[0, 0]])),
+                "attention_mask; real token; [0, 0]"),
+            bad("mask-values", lambda: run(model(), ids, 2, torch.tensor([[2, 1]])),
+                "attention_mask; 2"),
+        )  # fmt: skip
     return errors
 
 

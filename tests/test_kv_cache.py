@@ -14,17 +14,27 @@ from attention import (
     decode_step,
     generate_greedy,
     generate_greedy_cached,
+    pad_sequences,
 )
 
 CONTEXT = 12
 
 
-def _model(seed=0, use_positions=True, vocab_size=11):
+def _model(seed=0, use_positions=True, vocab_size=11, num_layers=2):
+    """Two layers, in float64, weights doubled.
+
+    With one layer the last position sees every token, mask or not, so the
+    causal mask cannot change a generated token; with the default
+    initialisation a random model repeats one token whatever its prompt.
+    """
     torch.manual_seed(seed)
     model = TinyAttentionModel(
-        vocab_size, 16, CONTEXT, num_heads=4, use_positions=use_positions
+        vocab_size, 16, CONTEXT, 4, use_positions=use_positions, num_layers=num_layers
     )
-    return model.eval()
+    with torch.no_grad():
+        for weight in model.parameters():
+            weight.mul_(2.0)
+    return model.double().eval()
 
 
 def _prompt(b, p, seed=1, vocab_size=11):
@@ -33,21 +43,32 @@ def _prompt(b, p, seed=1, vocab_size=11):
 
 
 @pytest.mark.parametrize("use_positions", [True, False])
-@pytest.mark.parametrize("prompt_len", [1, 2, 5, CONTEXT - 1, CONTEXT])
+@pytest.mark.parametrize("prompt_len", [1, 2, 5, CONTEXT - 3])
 @pytest.mark.parametrize("b", [1, 3])
 def test_cached_generation_gives_the_same_tokens_and_logits(
     b, prompt_len, use_positions
 ):
     model = _model(use_positions=use_positions)
     prompt = _prompt(b, prompt_len)
-    # As many tokens as fit: the last new token is never fed back.
+    # Fill the context: the last new token is never fed back. At least three
+    # decode steps after the prefill.
     max_new = CONTEXT - prompt_len + 1
     tokens, logits = generate_greedy(model, prompt, max_new)
     cached_tokens, cached_logits = generate_greedy_cached(model, prompt, max_new)
-    assert tokens.shape == (b, prompt_len + max_new)
+    assert tokens.shape == (b, CONTEXT + 1)
     assert torch.equal(cached_tokens, tokens)
     torch.testing.assert_close(cached_logits, logits)
     assert torch.equal(tokens[:, :prompt_len], prompt)
+    assert len(set(tokens[:, prompt_len:].flatten().tolist())) > 1  # not one token
+
+
+def test_a_prompt_that_fills_the_context_gets_one_token():
+    model = _model()
+    prompt = _prompt(2, CONTEXT)
+    tokens, logits = generate_greedy_cached(model, prompt, 1)
+    torch.testing.assert_close(logits[:, 0], model(prompt)[:, -1])
+    with pytest.raises(ValueError, match="max_new_tokens=2"):
+        generate_greedy_cached(model, prompt, 2)
 
 
 def test_the_generated_tokens_are_the_greedy_choice_of_the_full_model():
@@ -59,16 +80,128 @@ def test_the_generated_tokens_are_the_greedy_choice_of_the_full_model():
         assert torch.equal(tokens[:, 3 + step], full.argmax(dim=-1))
 
 
+@pytest.mark.parametrize("generate", [generate_greedy, generate_greedy_cached])
+def test_the_causal_mask_changes_the_tokens_of_a_two_layer_model(generate):
+    model = _model()
+    prompt = _prompt(3, 4)
+    tokens, _ = generate(model, prompt, 6)
+    for layer in model.layers:
+        layer.mask.zero_()  # no causal mask at all
+    leaky, _ = generate(model, prompt, 6)
+    assert not torch.equal(leaky, tokens)
+
+
 def test_generation_fails_loudly_when_the_cache_would_be_wrong():
     # A cache that ignored the mask in the prefill would differ: this test
     # proves the comparison above can fail.
     model = _model()
     prompt = _prompt(1, 6)
-    cache = KVCache(CONTEXT)
-    model.attn.mask.zero_()  # no causal mask at all
+    cache = KVCache(CONTEXT, num_layers=2)
+    model.attn.mask.zero_()  # no causal mask in the first layer
     leaky = decode_step(model, prompt, cache)
     model.attn.mask.copy_(torch.ones(CONTEXT, CONTEXT).triu(1).bool())
     assert not torch.allclose(leaky[:, :-1], model(prompt)[:, :-1])
+
+
+# --- a batch of prompts of different lengths --------------------------------------
+
+LENGTHS = [1, 3, 6, 9]
+
+
+@pytest.mark.parametrize("generate", [generate_greedy, generate_greedy_cached])
+@pytest.mark.parametrize("use_positions", [True, False])
+def test_each_row_of_a_padded_batch_is_generated_as_if_alone(generate, use_positions):
+    model = _model(use_positions=use_positions)
+    prompts = [_prompt(1, n, seed=n)[0] for n in LENGTHS]
+    ids, attention_mask = pad_sequences(prompts, side="left", value=7)
+    # The longest prompt and its new tokens fill the context exactly.
+    max_new = CONTEXT - max(LENGTHS) + 1
+    tokens, logits = generate(model, ids, max_new, attention_mask)
+    for n, prompt in enumerate(prompts):
+        alone, alone_logits = generate(model, prompt[None], max_new)
+        assert torch.equal(tokens[n, -len(alone[0]) :], alone[0])
+        torch.testing.assert_close(logits[n], alone_logits[0])
+    assert torch.equal(tokens[:, : ids.shape[1]], ids)  # the pads stay
+
+
+def test_the_padding_mask_matters():
+    # Without the mask the pads are read as tokens: some row changes.
+    model = _model()
+    prompts = [_prompt(1, n, seed=n)[0] for n in LENGTHS]
+    ids, attention_mask = pad_sequences(prompts, side="left", value=7)
+    masked, _ = generate_greedy_cached(model, ids, 4, attention_mask)
+    unmasked, _ = generate_greedy_cached(model, ids, 4)
+    assert not torch.equal(masked, unmasked)
+
+
+# --- fewer queries than keys: the triangle aligned bottom-right -------------------
+
+
+def _attention_by_formula(attn, x, lo, hi):
+    """Outputs of tokens ``lo .. hi - 1`` with keys ``0 .. hi - 1``, written out:
+    query row ``r`` may see key column ``c`` when ``c <= r + Tk - Tq``."""
+    Tq, Tk = hi - lo, hi
+    h, hd = attn.num_heads, attn.head_dim
+    g = getattr(attn, "num_kv_heads", h)
+    out = torch.zeros(x.shape[0], Tq, attn.d_out, dtype=x.dtype)
+    for n in range(x.shape[0]):
+        q = (x[n, lo:hi] @ attn.W_query.weight.T).view(Tq, h, hd)
+        k = (x[n, :hi] @ attn.W_key.weight.T).view(Tk, g, hd)
+        v = (x[n, :hi] @ attn.W_value.weight.T).view(Tk, g, hd)
+        for head in range(h):
+            kv_head = head // (h // g)
+            for r in range(Tq):
+                cols = [c for c in range(Tk) if c <= r + Tk - Tq]
+                scores = k[cols, kv_head] @ q[r, head] / hd**0.5
+                weights = torch.softmax(scores, dim=0)
+                out[n, r, head * hd : (head + 1) * hd] = weights @ v[cols, kv_head]
+    return out @ attn.out_proj.weight.T + attn.out_proj.bias
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 5, 7, 11])
+@pytest.mark.parametrize("kind", ["mha", "gqa"])
+def test_a_prefill_in_chunks_of_any_size_gives_one_prefill(chunk, kind):
+    torch.manual_seed(0)
+    if kind == "mha":
+        attn = MultiHeadAttention(6, 8, 11, 0.0, num_heads=4)
+    else:
+        attn = GroupedQueryAttention(6, 8, 11, 0.0, num_heads=4, num_kv_heads=2)
+    attn = attn.double().eval()
+    x = torch.rand(2, 11, 6, dtype=torch.float64)
+    whole = cached_attention(attn, x, KVCache(11))
+    cache, parts = KVCache(11), []
+    with torch.no_grad():
+        for lo in range(0, 11, chunk):
+            hi = min(lo + chunk, 11)
+            part = cached_attention(attn, x[:, lo:hi], cache)  # Tq = hi - lo
+            torch.testing.assert_close(part, _attention_by_formula(attn, x, lo, hi))
+            parts.append(part)
+    torch.testing.assert_close(torch.cat(parts, dim=1), whole)
+
+
+def test_a_decode_step_of_several_tokens():
+    model = _model()
+    tokens = _prompt(2, 10)
+    cache = KVCache(CONTEXT, num_layers=2)
+    decode_step(model, tokens[:, :4], cache)  # prefill
+    several = decode_step(model, tokens[:, 4:7], cache)  # 3 at once
+    one = decode_step(model, tokens[:, 7:8], cache)
+    full = model(tokens[:, :8])
+    torch.testing.assert_close(torch.cat((several, one), dim=1), full[:, 4:8])
+
+
+def test_a_chunked_prefill_of_a_padded_batch():
+    model = _model()
+    prompts = [_prompt(1, n, seed=n)[0] for n in LENGTHS]
+    ids, attention_mask = pad_sequences(prompts, side="left")
+    cache, parts = KVCache(CONTEXT, num_layers=2), []
+    for lo in range(0, ids.shape[1], 4):  # chunks 4, 4, 1: some rows all pads
+        hi = min(lo + 4, ids.shape[1])
+        parts.append(decode_step(model, ids[:, lo:hi], cache, attention_mask[:, :hi]))
+    last = torch.cat(parts, dim=1)[:, -1]
+    assert not last.isnan().any()
+    for n, prompt in enumerate(prompts):
+        torch.testing.assert_close(last[n], model(prompt[None])[0, -1])
 
 
 def test_eval_is_deterministic():

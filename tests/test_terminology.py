@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from babel.messages.pofile import read_po
+from babel.messages.catalog import Catalog
+from babel.messages.pofile import read_po, write_po
 from markdown_it import MarkdownIt
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,7 +113,18 @@ def prose(msgid: str, msgstr: str) -> str:
 
 
 def uses(text: str, english: str) -> bool:
-    pattern = rf"(?<![\w-]){re.escape(english)}(?:s|es)?(?![\w-])"
+    """Whether ``text`` uses the term ``english``, plural included; the words
+    of a term may be split by a line break or joined by a hyphen.
+
+    >>> uses("keys that are masked\\nout", "masked out")
+    True
+    >>> uses("a masked-out key", "masked out"), uses("8 prompts", "prompt")
+    (True, True)
+    >>> uses("it was prompted", "prompt"), uses("masked outputs", "masked out")
+    (False, False)
+    """
+    words = r"(?:\s+|-)".join(re.escape(word) for word in english.split())
+    pattern = rf"(?<![\w-]){words}(?:s|es)?(?![\w-])"
     flags = 0 if english[:1].isupper() else re.IGNORECASE
     return re.search(pattern, text, flags) is not None
 
@@ -154,11 +166,11 @@ def violations(messages, terms=TERMS) -> list[str]:
     return found
 
 
-def catalog_messages():
-    for po in sorted(CATALOGS.rglob("*.po")):
+def catalog_messages(folder: Path = CATALOGS):
+    for po in sorted(folder.rglob("*.po")):
         with po.open("rb") as f:
             catalog = read_po(f)
-        name = po.relative_to(CATALOGS).as_posix()
+        name = po.relative_to(folder).as_posix()
         for message in catalog:
             if isinstance(message.id, str):
                 yield name, message.id, message.string
@@ -167,6 +179,18 @@ def catalog_messages():
 def test_the_term_base_is_the_glossary_table():
     english = {term.english for term in TERMS}
     assert {"token", "attention weights", "KV cache", "compute bound"} <= english
+    # The rows added after the review of the new pages (issue 27).
+    assert {
+        "masked out",
+        "running maximum",
+        "running sum",
+        "running output",
+        "running softmax",
+        "prompt",
+        "batch size",
+        "chunk",
+        "chunked prefill",
+    } <= english
     token = next(term for term in TERMS if term.english == "token")
     assert (token.chinese, "令牌" in token.rivals) == ("词元", True)
 
@@ -199,6 +223,22 @@ def test_terminology_check_fails_when_a_token_becomes_a_ling_pai():
         ("A compute bound.", "一个计算下限。", "'计算下限' instead of 计算下界"),
         ("Every Transformer block.", "每个 transformer 块。", "'transformer' instead"),
         ("See `token_ids`.", "见 `token_ids`。", None),  # code, not the term
+        ("`True` = masked out.", "`True` = 被屏蔽。", "'被屏蔽' instead of 被遮住"),
+        ("Keys masked\nout by the mask.", "被掩码遮蔽的键。", "'masked out' without"),
+        ("`True` = masked out.", "`True` = 被遮住。", None),
+        ("A running maximum $m$.", "运行中的最大值 $m$。", "'running maximum' without"),
+        ("A running sum.", "一个运行和。", "'运行和' instead of 累积和"),
+        ("The running output `o`.", "累积输出 `o`。", None),
+        ("A running softmax.", "运行中的 softmax。", "'running softmax' without"),
+        ("It reads the prompt.", "它读入提示。", "'prompt' without 提示词"),
+        ("8 prompts of 4 tokens", "8 个各含 4 个词元的提示词", None),
+        ("A hint: `x`.", "提示：`x`。", None),  # 提示 alone is not forbidden
+        ("The batch size.", "批大小。", "'批大小' instead of 批次大小"),
+        ("The batch size.", "批量大小。", "'batch size' without 批次大小"),
+        ("The batch size.", "批次大小。", None),
+        ("A chunk of 2 tokens.", "2 个词元的一块。", "'chunk' without 段"),
+        ("Chunked prefill.", "分块预填充。", "'分块预填充' instead of 分段预填充"),
+        ("Chunked prefill, in chunks.", "分段预填充，一段一段地。", None),
     ],
 )
 def test_terminology_rules(msgid, msgstr, expected):
@@ -207,3 +247,35 @@ def test_terminology_rules(msgid, msgstr, expected):
         assert not problems, problems
     else:
         assert any(expected in p for p in problems), problems
+
+
+def test_terminology_check_reads_a_catalog(tmp_path):
+    """A catalog on disk with one slip per new row: each is named, with its file."""
+    catalog = Catalog(locale="zh_CN")
+    slips = {
+        "Row 2 is masked out.": "第 2 行被屏蔽。",
+        "A running maximum and a running sum.": "运行最大值和运行和。",
+        "The whole prompt.": "整个提示。",
+        "A batch size of 8.": "批大小为 8。",
+        "The tokens of the prompt are masked out.": "提示词的词元被遮住。",  # right
+    }
+    for msgid, msgstr in slips.items():
+        catalog.add(msgid, msgstr)
+    (tmp_path / "beyond").mkdir()
+    with (tmp_path / "beyond" / "fake.po").open("wb") as f:
+        write_po(f, catalog)
+    problems = violations(catalog_messages(tmp_path))
+    for expected in [
+        "'masked out' without 被遮住",
+        "'被屏蔽' instead of 被遮住",
+        "'running maximum' without 累积最大值",
+        "'running sum' without 累积和",
+        "'运行最大值' instead of 累积最大值",
+        "'prompt' without 提示词",
+        "'batch size' without 批次大小",
+        "'批大小' instead of 批次大小",
+    ]:
+        assert any(
+            p.startswith("beyond/fake.po: ") and expected in p for p in problems
+        ), (expected, problems)
+    assert not [p for p in problems if "提示词的词元被遮住" in p], problems

@@ -39,6 +39,9 @@
   function forward(name, tokenIds) {
     const { config, state_dict: sd } = model(name);
     const T = tokenIds.length;
+    if ((config.num_layers ?? 1) !== 1) {
+      throw new RangeError(`one attention layer only, got ${config.num_layers}`);
+    }
     if (!Array.isArray(tokenIds) || T < 1 || T > config.context_length) {
       throw new RangeError(`tokenIds: 1 to ${config.context_length} ids, got ${T}`);
     }
@@ -51,20 +54,20 @@
     const pos = sd["pos_emb.weight"]; // absent without positions
     const x = tokenIds.map((t, i) => sd["tok_emb.weight"][t].map(
       (v, k) => (config.use_positions ? v + pos[i][k] : v)));
-    const proj = (w) => x.map((r) => linear(sd[`attn.${w}.weight`], sd[`attn.${w}.bias`], r));
+    const proj = (w) => x.map((r) => linear(sd[`layers.0.${w}.weight`], sd[`layers.0.${w}.bias`], r));
     const q = proj("W_query"), k = proj("W_key"), v = proj("W_value");
     const context = x.map(() => new Array(config.d_model).fill(0)); // (T, d)
     const weights = [];
     for (let h = 0; h < heads; h++) {
       const from = h * hd, to = from + hd;
-      const w = q.map((qi, i) => softmax(k.map((kj, j) => (sd["attn.mask"][i][j]
+      const w = q.map((qi, i) => softmax(k.map((kj, j) => (sd["layers.0.mask"][i][j]
         ? -Infinity : dot(qi, kj, from, to) / Math.sqrt(hd)))));
       w.forEach((row, i) => row.forEach((a, j) => {
         for (let c = from; c < to; c++) context[i][c] += a * v[j][c];
       }));
       weights.push(w);
     }
-    const out = context.map((r) => linear(sd["attn.out_proj.weight"], sd["attn.out_proj.bias"], r));
+    const out = context.map((r) => linear(sd["layers.0.out_proj.weight"], sd["layers.0.out_proj.bias"], r));
     const logits = out.map((r) => linear(sd["out_head.weight"], sd["out_head.bias"], r));
     return { logits, weights: [weights] };
   }
