@@ -193,8 +193,8 @@ def mean_pool_kv_heads(
             ``1`` gives multi-query attention.
 
     Shape:
-        ``W_key.weight`` and ``W_value.weight``: ``(h * hd, d_in)`` in ``mha``,
-        ``(g * hd, d_in)`` in the result.
+        mha.W_key.weight: ``(h * hd, d_in)``, as ``mha.W_value.weight``
+        Output W_key.weight: ``(g * hd, d_in)``, as its ``W_value.weight``
 
     Returns:
         A new :class:`GroupedQueryAttention` with ``mha``'s sizes, dropout,
