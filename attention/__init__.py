@@ -52,7 +52,7 @@ from .flash import (
     weights_from_lse,
 )
 from .generation import decode_step, generate_greedy, generate_greedy_cached
-from .gqa import GroupedQueryAttention, repeat_kv
+from .gqa import GroupedQueryAttention, mean_pool_kv_heads, repeat_kv
 from .kv_cache import (
     KVCache,
     cached_attention,
@@ -120,6 +120,7 @@ __all__ = [
     "generate_greedy_cached",
     "kv_cache_bytes",
     "mask_with_neg_inf",
+    "mean_pool_kv_heads",
     "online_softmax",
     "online_softmax_stats",
     "order_blind_accuracy",

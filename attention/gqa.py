@@ -23,8 +23,10 @@ from .checks import (
     check_batch,
     check_divides,
     check_integer,
+    check_module,
     check_ndim,
 )
+from .multihead import MultiHeadAttention
 
 
 def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
@@ -168,3 +170,70 @@ class GroupedQueryAttention(nn.Module):
         # (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
         return self.out_proj(context_vec)  # (b, T, d_out)
+
+
+def mean_pool_kv_heads(
+    mha: MultiHeadAttention, num_kv_heads: int
+) -> GroupedQueryAttention:
+    """A grouped-query module made from a multi-head one by mean-pooling heads.
+
+    Book section: Beyond the chapter, Grouped-query attention. The first step
+    of the GQA paper's recipe (Ainslie et al., 2023) for turning a trained
+    multi-head checkpoint into a grouped-query one: split the query heads into
+    ``num_kv_heads`` groups of neighbours, and give each group one key head
+    and one value head, the mean of the group's key and value heads (rows of
+    ``W_key`` and ``W_value``, and their biases). ``W_query`` and ``out_proj``
+    are copied unchanged. The outputs move; the paper then trains the new
+    module a little more ("uptraining") to win the quality back.
+
+    Args:
+        mha: the :class:`~attention.MultiHeadAttention` to convert, unchanged.
+        num_kv_heads: key/value heads of the result; must divide
+            ``mha.num_heads``. ``mha.num_heads`` copies every head as it is,
+            ``1`` gives multi-query attention.
+
+    Shape:
+        mha.W_key.weight: ``(h * hd, d_in)``, as ``mha.W_value.weight``
+        Output W_key.weight: ``(g * hd, d_in)``, as its ``W_value.weight``
+
+    Returns:
+        A new :class:`GroupedQueryAttention` with ``mha``'s sizes, dropout,
+        ``qkv_bias``, device and dtype, in ``mha``'s training mode.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> mha = MultiHeadAttention(8, 8, context_length=6, dropout=0.0, num_heads=4)
+        >>> gqa = mean_pool_kv_heads(mha, num_kv_heads=2)
+        >>> gqa.W_key.weight.shape
+        torch.Size([4, 8])
+        >>> hd = mha.head_dim  # key head 0 of gqa: mean of mha's heads 0 and 1
+        >>> torch.equal(gqa.W_key.weight[:hd], mha.W_key.weight[: 2 * hd]
+        ...             .view(2, hd, 8).mean(dim=0))
+        True
+    """
+    check_module("mha", mha, MultiHeadAttention)
+    check_divides(("num_kv_heads", num_kv_heads), ("num_heads", mha.num_heads))
+    weight = mha.W_query.weight
+    with torch.device(weight.device):  # build the parameters where mha's are
+        gqa = GroupedQueryAttention(
+            mha.d_in,
+            mha.d_out,
+            mha.context_length,
+            mha.dropout.p,
+            mha.num_heads,
+            num_kv_heads,
+            qkv_bias=mha.W_query.bias is not None,
+        )
+    gqa = gqa.to(weight.dtype).train(mha.training)
+    group_size = mha.num_heads // num_kv_heads
+    pooled = {}
+    for name, tensor in mha.state_dict().items():
+        if name.startswith(("W_key.", "W_value.")):
+            # Rows of head j are j * hd .. j * hd + hd - 1; heads of a group
+            # are neighbours: (h * hd, ...) -> (g, r, hd, ...) -> (g * hd, ...)
+            grouped = tensor.view(num_kv_heads, group_size, mha.head_dim, -1)
+            tensor = grouped.mean(dim=1).view(num_kv_heads * mha.head_dim, -1)
+            tensor = tensor.squeeze(-1) if name.endswith(".bias") else tensor
+        pooled[name] = tensor
+    gqa.load_state_dict(pooled)
+    return gqa

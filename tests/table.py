@@ -390,6 +390,29 @@ def _gqa_ref(s: Sample) -> torch.Tensor:
     return reference_multihead(state, cpu(s.args[0]), m.num_heads, m.num_kv_heads)
 
 
+def _mean_pool(d: Draw) -> Sample:
+    heads = d.pick([1, 2, 4])
+    kv = d.pick([g for g in (1, 2, 4) if heads % g == 0])
+    mha = d.module(lambda: MultiHeadAttention(4, 4, 6, 0.0, heads, qkv_bias=d.flag()))
+
+    def pool_then_call(mha, num_kv_heads, x):
+        return attention.mean_pool_kv_heads(mha, num_kv_heads)(x)
+
+    return Sample(pool_then_call, (mha, kv, d.t(2, d.int(0, 6), 4)))
+
+
+def _mean_pool_ref(s: Sample) -> torch.Tensor:
+    mha, kv, x = s.args
+    state = {k: cpu(v) for k, v in chapter_state(mha).items()}
+    hd, r = mha.head_dim, mha.num_heads // kv
+    for name in [n for n in state if n.startswith(("W_key", "W_value"))]:
+        heads = state[name].split(hd)  # one slice of rows per head
+        state[name] = torch.cat(
+            [sum(heads[k * r : k * r + r]) / r for k in range(kv)]
+        )  # key/value head k: the mean of heads k * r .. k * r + r - 1
+    return reference_multihead(state, cpu(x), mha.num_heads, kv)
+
+
 def _padded(d: Draw) -> Sample:
     lengths = d.draw(st.lists(st.integers(1, 5), min_size=1, max_size=3))
     side = d.pick(["left", "right"])
@@ -1096,6 +1119,12 @@ PUBLIC: list[OpInfo] = [
         *bad_values(lambda v: GQA(num_kv_heads=v), "num_kv_heads"),
         bad("kv-split", lambda: GroupedQueryAttention(4, 8, 6, 0.0, 4, 3),
             "num_kv_heads; num_heads; 3; 4"),
+    )),
+    OpInfo("mean_pool_kv_heads", _mean_pool, _mean_pool_ref, (
+        *bad_values(lambda v: A.mean_pool_kv_heads(MHA(), v), "num_kv_heads"),
+        bad("kv-split", lambda: A.mean_pool_kv_heads(MHA(), 3),
+            "num_kv_heads; num_heads; 3; 2"),
+        bad("not-mha", lambda: A.mean_pool_kv_heads(GQA(), 1), "mha", TYPE),
     )),
     OpInfo("PaddedMultiHeadAttention", _padded, _padded_ref, (
         bad("mask-shape", lambda: PADDED(torch.ones(2, 4)),

@@ -13,6 +13,7 @@ from attention import (
     cached_attention,
     count_parameters,
     kv_cache_bytes,
+    mean_pool_kv_heads,
 )
 
 
@@ -61,6 +62,39 @@ def test_fewer_kv_heads_is_mha_with_each_kv_head_copied_to_its_group():
     mha.load_state_dict(state)
     x = _x()
     torch.testing.assert_close(gqa(x), mha(x))
+
+
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_mean_pooling_heads_that_agree_in_each_group_loses_nothing(qkv_bias):
+    # An MHA whose key/value heads repeat within each group (neighbours
+    # 0 0 0 1 1 1) is a GQA module in disguise: pooling must give it back.
+    torch.manual_seed(0)
+    gqa = GroupedQueryAttention(4, 12, 8, 0.0, 6, 2, qkv_bias)
+    state = gqa.state_dict()
+    for name in [n for n in state if n.startswith(("W_key", "W_value"))]:
+        # (g * hd, ...) -> (g, hd, ...) -> (h, hd, ...) -> (h * hd, ...)
+        heads = state[name].unflatten(0, (2, 2))
+        state[name] = heads.repeat_interleave(3, dim=0).flatten(0, 1)
+    mha = MultiHeadAttention(4, 12, 8, 0.0, 6, qkv_bias)
+    mha.load_state_dict(state)
+    before = {k: v.clone() for k, v in mha.state_dict().items()}
+
+    pooled = mean_pool_kv_heads(mha, num_kv_heads=2)
+
+    for name, tensor in gqa.state_dict().items():
+        torch.testing.assert_close(pooled.state_dict()[name], tensor)
+    x = _x()
+    torch.testing.assert_close(pooled(x), gqa(x))
+    for name, tensor in mha.state_dict().items():  # the source is left alone
+        assert torch.equal(tensor, before[name])
+
+
+def test_mean_pooling_every_head_alone_is_the_same_module():
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(4, 8, 8, 0.0, num_heads=4, qkv_bias=True)
+    same = mean_pool_kv_heads(mha, num_kv_heads=4)
+    x = _x()
+    assert torch.equal(same(x), mha(x))
 
 
 def test_mqa_heads_see_one_key_value_head():
