@@ -58,18 +58,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("beyond/buffers-and-devices.md", "1 MiB"): (
         "a boolean (1024, 1024) mask: 1,024**2 bytes, computed by the next cell"
     ),
-    ("beyond/kv-cache.md", "72 MiB"): (
-        "the cache formula at GPT-2 size, printed by the cell above it"
-    ),
-    ("beyond/grouped-query-attention.md", "72 MiB"): (
-        "the cache formula for 12 KV heads, printed by the cell above it"
-    ),
-    ("beyond/grouped-query-attention.md", "24 MiB"): (
-        "the cache formula for 4 KV heads, printed by the cell above it"
-    ),
-    ("beyond/grouped-query-attention.md", "6 MiB"): (
-        "the cache formula for 1 KV head, printed by the cell above it"
-    ),
 }
 
 #: Fenced blocks whose body is code or a listing, never prose.
