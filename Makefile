@@ -73,10 +73,15 @@ html-zh: $(ZH_BUILT)
 # Sphinx writes it into $(BUILDDIR)/$(ZH)/html, then it is copied into the
 # site: myst-nb saves executed notebooks next to the output folder (its
 # jupyter_execute/, no option moves it), which must not be inside a site.
+# In the site, its pages load the English copy of every identical asset
+# (book/_ext/share_assets.py): one copy of the images and theme files.
+ZH_INTO_SITE = rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT) \
+	&& $(BIN)/python book/_ext/share_assets.py $(BUILDDIR)/html $(ZH)
+
 $(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES) $(KERNEL_CONF)
 	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(BUILDDIR)/$(ZH)/html \
 		|| { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
-	rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT)
+	$(ZH_INTO_SITE)
 	touch $@
 
 # -- The book as one PDF per edition ---------------------------------------------
@@ -97,7 +102,7 @@ pdf: $(BOOK_PDF) $(BOOK_PDF_ZH)
 	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html && touch $(BUILT)
 	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(BUILDDIR)/$(ZH)/html
 	cp $(BOOK_PDF_ZH) $(BUILDDIR)/$(ZH)/html/
-	rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT) && touch $(ZH_BUILT)
+	$(ZH_INTO_SITE) && touch $(ZH_BUILT)
 
 $(BOOK_PDF): $(BUILT) book/_ext/book_pdf.py $(CHROMIUM) $(FONTS_CJK)
 	$(SINGLE) -d $(BUILDDIR)/doctrees-pdf book $(PDF_DIR)/en

@@ -11,6 +11,7 @@ the radical ⼀ that shares the glyph (``book_pdf.radical_fixes``).
 from __future__ import annotations
 
 import copy
+import filecmp
 import functools
 import re
 import unicodedata
@@ -133,3 +134,35 @@ def test_chinese_is_drawn_in_a_cjk_font():
         page.extract_text(visitor_text=visit)
     assert seen, "no Chinese text in the Chinese PDF"
     assert not wrong, f"Chinese drawn without a CJK font, or missing: {wrong}"
+
+
+#: The whole site on disk, both editions and both PDFs (issue 30): bytes.
+SITE_BUDGET = 35_000_000
+
+
+def test_the_site_fits_its_budget_on_disk(english):
+    """Both editions and both PDFs together. Files left by older builds count
+    too: `make clean` before measuring a site to publish."""
+    sizes = {p: p.stat().st_size for p in english.html.rglob("*") if p.is_file()}
+    heaviest = sorted(sizes, key=sizes.get, reverse=True)[:5]
+    listing = "\n".join(
+        f"{sizes[p] / 1e6:6.2f} MB {p.relative_to(english.html)}" for p in heaviest
+    )
+    total = sum(sizes.values())
+    print(f"site: {total / 1e6:.1f} MB; heaviest files:\n{listing}")
+    assert total <= SITE_BUDGET, f"site: {total / 1e6:.1f} MB\n{listing}"
+
+
+def test_the_chinese_edition_keeps_no_copy_of_an_english_asset(english):
+    """book/_ext/share_assets.py: identical theme files and figures once."""
+    zh = english.html / "zh_CN"
+    twins = [
+        path.relative_to(zh).as_posix()
+        for folder in ("_static", "_images")
+        for path in (zh / folder).rglob("*")
+        if path.is_file()
+        and (english.html / path.relative_to(zh)).is_file()
+        and filecmp.cmp(path, english.html / path.relative_to(zh), shallow=False)
+    ]
+    twin_bytes = sum((zh / twin).stat().st_size for twin in twins)
+    assert twin_bytes < 100_000, (twin_bytes, twins[:10])
