@@ -3,11 +3,12 @@
 Run by ``make html`` once the zh_CN edition is copied into the site, as
 ``share_assets.py SITE zh_CN``. Both editions come from one source tree, so
 most of ``_static`` and ``_images`` is the same file twice. For each file of
-``SITE/zh_CN/_static`` and ``SITE/zh_CN/_images`` that is byte for byte the
-one at the same path in ``SITE``, the zh_CN pages' ``src`` and ``href``
-attributes are pointed one folder up, at the English copy, and the zh_CN copy
-is deleted. The links stay relative, so the site works from ``file://``, on
-a static host and with ``make serve``.
+``SITE/zh_CN/_static`` and ``SITE/zh_CN/_images`` that a zh_CN page loads or
+links (``src``, ``href``) and that is byte for byte the one at the same path
+in ``SITE``, those attributes are pointed one folder up, at the English copy,
+and the zh_CN copy is deleted. A file no page links stays: a script may
+build its path, a reader may download it. The links stay relative, so the
+site works from ``file://``, on a static host and with ``make serve``.
 
 A file stays when a kept file of zh_CN other than a page names it (a
 stylesheet's ``url(...)``, a script that builds a path): only the pages are
@@ -46,11 +47,17 @@ def rewrite(html: str, shared: set[str], depth: int) -> str:
 def share(site: Path, edition: str) -> int:
     """Share the identical assets of ``site/edition``; return the bytes saved."""
     root = site / edition
+    pages = {page: page.read_text("utf-8") for page in root.rglob("*.html")}
+    linked = set()  # what the pages load or link: paths from the edition's root
+    for page, html in pages.items():
+        here = page.parent.relative_to(root).as_posix()
+        for m in LINK.finditer(html):
+            linked.add(posixpath.normpath(posixpath.join(here, m[2])))
     shared = {
         path.relative_to(root).as_posix()
         for folder in FOLDERS
         for path in (root / folder).rglob("*")
-        if path.is_file()
+        if path.relative_to(root).as_posix() in linked
         and (site / path.relative_to(root)).is_file()
         and filecmp.cmp(path, site / path.relative_to(root), shallow=False)
     }
@@ -60,13 +67,12 @@ def share(site: Path, edition: str) -> int:
         for path in (root / folder).rglob("*")
         if path.is_file()
         and path.relative_to(root).as_posix() not in shared
-        and path.suffix in (".css", ".js", ".json", ".svg", ".html")
+        and path.suffix in (".css", ".js", ".json", ".svg")
     ]
     named = {p for p in shared if any(Path(p).name in text for text in kept_text)}
     shared -= named
-    for page in root.rglob("*.html"):
+    for page, html in pages.items():
         depth = len(page.relative_to(root).parts) - 1
-        html = page.read_text("utf-8")
         page.write_text(rewrite(html, shared, depth), "utf-8")
     saved = 0
     for name in shared:
