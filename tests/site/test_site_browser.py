@@ -236,8 +236,9 @@ class Visit:
 class Browser:
     """Chromium with one tab per viewport; records what the open page does."""
 
-    def __init__(self, playwright, origin: str):
-        self.origin = origin
+    def __init__(self, playwright, origin: str, prefix: str = ""):
+        self.origin = origin  # the whole site: zh_CN pages load English assets
+        self.prefix = prefix  # the edition's folder in it, "" or "zh_CN/"
         self.chromium = playwright.chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_ARGS
         )
@@ -287,7 +288,7 @@ class Browser:
         page = self.tabs[tab]
         self.weighing = tab == "desktop"  # weighed until the network is idle
         idle = "networkidle" if self.weighing else "load"
-        page.goto(f"{self.origin}/{visit.page.rel}", wait_until=idle)
+        page.goto(f"{self.origin}/{self.prefix}{visit.page.rel}", wait_until=idle)
         self.weighing = False
         if tab == "desktop":
             visit.missing_icons += page.evaluate(MISSING_ICONS)
@@ -398,7 +399,7 @@ def check_download(tab, visit: Visit, click: bool):
         visit.download_problems.append(f"{href}: no code cells with outputs")
 
 
-def visit_edition(site, origin: str) -> list[Visit]:
+def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
     """Open every page of one edition; its own playwright, for its own thread."""
     shots = site.build / "screenshots" / site.edition
     if SCREENSHOTS:
@@ -408,7 +409,7 @@ def visit_edition(site, origin: str) -> list[Visit]:
     result = []
     axe = Axe()  # its axe.min.js is read from the installed package
     with sync_playwright() as playwright:
-        browser = Browser(playwright, origin)
+        browser = Browser(playwright, origin, prefix)
         try:
             for page in pages:
                 visit = Visit(page)
@@ -457,8 +458,12 @@ def serve(html):
 
 
 def _visit_served(site) -> list[Visit]:
-    with serve(site.html) as origin:
-        return visit_edition(site, origin)
+    """The whole site is served, as a host would serve it: the 简体中文 pages
+    load the English edition's copy of the assets the two share
+    (book/_ext/share_assets.py), one folder up."""
+    folder = EDITION_FOLDERS[site.edition]
+    with serve(site.build / "html") as origin:
+        return visit_edition(site, origin, f"{folder}/" if folder else "")
 
 
 @pytest.fixture(scope="session")
