@@ -26,26 +26,6 @@ def layout_names(qkv_bias: bool) -> tuple[str, ...]:
     return (*qkv, "out_proj.weight", "out_proj.bias")
 
 
-def check_layout(state: dict[str, torch.Tensor], own: dict[str, torch.Tensor]) -> None:
-    """Raise unless ``state`` has exactly the names and shapes of ``own``."""
-    if set(state) != set(own):
-        raise ValueError(
-            f"expected the weights {sorted(own)}, got {sorted(state)}; "
-            "the modules differ in qkv_bias or state is not a mha_state_dict()"
-        )
-    for name, tensor in own.items():
-        if state[name].shape != tensor.shape:
-            raise ValueError(
-                f"{name} must have shape {tuple(tensor.shape)}, "
-                f"got {tuple(state[name].shape)}"
-            )
-        if state[name].device.type == "meta" and tensor.device.type != "meta":
-            raise ValueError(
-                f"{name} is on the meta device, which holds no values to copy to "
-                f"{tensor.device}; build the source module on a real device"
-            )
-
-
 def stack_qkv(state: dict[str, torch.Tensor], part: str) -> torch.Tensor:
     """Query, key and value ``part`` (``"weight"`` or ``"bias"``) stacked row-wise.
 

@@ -45,7 +45,7 @@ from typing import Protocol, runtime_checkable
 import torch
 from torch import nn
 
-from ._layout import QKV, check_layout, layout_names
+from ._layout import QKV, layout_names
 from .checks import check_module, check_state
 
 
@@ -286,9 +286,8 @@ def load_mha_state_dict(module: nn.Module, state: dict[str, torch.Tensor]) -> No
     if isinstance(module, TranslatesLayout):
         module.load_mha_state_dict(state)
         return
-    check_state("state", state)
     own = mha_state_dict(module)
-    check_layout(state, own)
+    check_state(state, own)
     with torch.no_grad():
         for name, weight in own.items():
             weight.copy_(state[name])  # a view: writes into the parameter

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ._layout import check_layout, layout_names, split_qkv, stack_qkv
+from ._layout import layout_names, split_qkv, stack_qkv
 from .causal import causal_mask
 from .checks import check_attention_args, check_batch, check_state
 
@@ -71,8 +71,7 @@ class _FusedWeights(nn.Module):
             state: the output of ``mha_state_dict()`` of any registry class
                 of the same size.
         """
-        check_state("state", state)
-        check_layout(state, self.mha_state_dict())
+        check_state(state, self.mha_state_dict())
         with torch.no_grad():
             # 3 x (d_out, d_in) -> (3 * d_out, d_in)
             self.qkv.weight.copy_(stack_qkv(state, "weight"))
@@ -442,8 +441,7 @@ class TorchMultiHeadAttention(nn.Module):
             state: the output of ``mha_state_dict()`` of any registry class
                 of the same size.
         """
-        check_state("state", state)
-        check_layout(state, self.mha_state_dict())
+        check_state(state, self.mha_state_dict())
         attn = self.attn
         with torch.no_grad():
             if self.d_in == self.d_out:

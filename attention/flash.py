@@ -44,13 +44,11 @@ from torch import nn
 
 from .checks import (
     check_attention_args,
+    check_backward,
     check_batch,
-    check_flash_backward,
-    check_like,
-    check_lse,
     check_positive,
     check_scores,
-    check_tile_backward,
+    check_shapes,
     check_tiled,
 )
 from .efficient import _FusedWeights
@@ -396,7 +394,7 @@ def weights_from_lse(
         >>> torch.allclose(tile, weights[4:8, 0:4], atol=1e-6)
         True
     """
-    check_lse(queries, keys, lse)
+    check_backward(queries, keys, lse=lse)
     # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
     scale = queries.shape[-1] ** -0.5
     attn_scores = queries @ keys.transpose(-2, -1) * scale
@@ -435,7 +433,7 @@ def softmax_backward(
         >>> torch.allclose(softmax_backward(weights, grad_weights), expected)
         True
     """
-    check_like(("attn_weights", attn_weights), ("grad_weights", grad_weights))
+    check_shapes(attn_weights=(attn_weights, "..."), grad_weights=(grad_weights, "..."))
     row_dot = (attn_weights * grad_weights).sum(dim=-1, keepdim=True)  # (..., 1)
     return attn_weights * (grad_weights - row_dot)  # (..., n)
 
@@ -472,7 +470,7 @@ def backward_delta(grad_out: torch.Tensor, context_vec: torch.Tensor) -> torch.T
         >>> torch.allclose(backward_delta(grad_out, weights @ v), row_dot)
         True
     """
-    check_like(("grad_out", grad_out), ("context_vec", context_vec))
+    check_shapes(grad_out=(grad_out, "..."), context_vec=(context_vec, "..."))
     return (grad_out * context_vec).sum(dim=-1)  # (..., Tq, hd) -> (..., Tq)
 
 
@@ -533,7 +531,9 @@ def tile_backward(
         >>> all(torch.allclose(g, e, atol=1e-6) for g, e in zip(grads, expected))
         True
     """
-    check_tile_backward(queries, keys, values, grad_out, lse, delta, future)
+    check_backward(
+        queries, keys, values, future, grad_out=grad_out, lse=lse, delta=delta
+    )
     return _tile_backward(queries, keys, values, grad_out, lse, delta, future)
 
 
@@ -623,8 +623,16 @@ def flash_attention_backward(
         >>> all(torch.allclose(g, e, atol=1e-6) for g, e in zip(grads, expected))
         True
     """
-    check_flash_backward(
-        queries, keys, values, context_vec, lse, grad_out, tile_size, causal
+    check_backward(
+        queries,
+        keys,
+        values,
+        None,
+        tile_size,
+        causal=causal,
+        context_vec=context_vec,
+        lse=lse,
+        grad_out=grad_out,
     )
     return _flash_backward(
         queries, keys, values, context_vec, lse, grad_out, causal, tile_size

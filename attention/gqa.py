@@ -24,7 +24,7 @@ from .checks import (
     check_divides,
     check_integer,
     check_module,
-    check_ndim,
+    check_shapes,
 )
 from .multihead import MultiHeadAttention
 
@@ -55,7 +55,7 @@ def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
         tensor([10., 10., 10., 20., 20., 20.])
     """
     check_integer("repeats", repeats, smallest=1)
-    check_ndim("x", x, "(b, g, T, hd)")
+    check_shapes(x=(x, "b g T head_dim"))
     if repeats == 1:
         return x
     b, g, num_tokens, head_dim = x.shape

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_copy, check_flag, check_positive, check_sequence
+from .checks import check_batch, check_copy, check_flag, check_positive
 
 
 class SelfAttention_v1(nn.Module):
@@ -55,7 +55,7 @@ class SelfAttention_v1(nn.Module):
         self.W_value = nn.Parameter(torch.rand(d_in, d_out))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_sequence(self, x)
+        check_batch(self, x, ndim=2)
         queries = x @ self.W_query  # (T, d_in) @ (d_in, d_out) -> (T, d_out)
         keys = x @ self.W_key  # (T, d_out)
         values = x @ self.W_value  # (T, d_out)
@@ -110,7 +110,7 @@ class SelfAttention_v2(nn.Module):
         self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_sequence(self, x)
+        check_batch(self, x, ndim=2)
         queries = self.W_query(x)  # (T, d_in) -> (T, d_out)
         keys = self.W_key(x)  # (T, d_out)
         values = self.W_value(x)  # (T, d_out)
