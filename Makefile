@@ -133,9 +133,12 @@ lint: $(STAMP)
 # --durations=15: every run, CI's included, shows where the time goes.
 PYTEST := $(BIN)/python -m pytest -q --durations=15
 
-# The quick loop: in-process tests, no build (the wheel's test is a site test).
+# The quick loop: in-process tests, no build (the wheel's test is a site test),
+# hypothesis's quick profile, on both cores (pytest-xdist: two workers). The
+# site tests are not even collected: they read the built site.
 unit: $(STAMP)
-	$(PYTEST) -m "not site and not browser and not slow"
+	$(PYTEST) -n 2 -p no:logging -m "not site and not browser and not slow" \
+		--ignore=tests/site
 
 site: $(STAMP) $(CHROMIUM) $(FONTS_CJK)
 	BUILDDIR=$(BUILDDIR) $(PYTEST) -m "site or browser or slow" tests

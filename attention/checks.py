@@ -558,10 +558,7 @@ def check_sequences(sequences: object, side: str, value: float) -> None:
     dtype, one device and the same sizes after the first dimension; ``value``
     a number the dtype holds exactly.
     """
-    _fail(
-        side not in ("left", "right"),
-        f"side must be 'left' or 'right', got {_got(side)}",
-    )
+    check_choice("side", side, ["left", "right"])
     _fail(
         not isinstance(sequences, list | tuple) or not sequences,
         f"sequences must be a non-empty list of tensors, got {_got(sequences)}",
@@ -698,3 +695,34 @@ def check_index(name: str, value: int, size: int) -> None:
     """Raise unless ``value`` is an integer in ``[0, size)``, such as a layer number."""
     check_integer(name, value)
     _fail(not 0 <= value < size, f"{name} must be in [0, {size}), got {value}")
+
+
+def check_choice(name: str, value: object, choices: list) -> None:
+    """Raise unless ``value`` is one of ``choices``."""
+    _fail(value not in choices, f"{name} must be one of {choices}, got {_got(value)}")
+
+
+def check_register(name: str, cls: type, info: object, taken: dict) -> None:
+    """The one check of :func:`~attention.register`."""
+    from .contract import VariantInfo
+
+    bad_name = not isinstance(name, str) or not name.isidentifier()
+    message = f"name must be a short identifier such as 'mine', got {_got(name)}"
+    _fail(bad_name, message, ArgumentTypeError)
+    is_module = isinstance(cls, type) and issubclass(cls, nn.Module)
+    message = f"cls must be an nn.Module subclass, got {_got(cls)}"
+    _fail(not is_module, message, ArgumentTypeError)
+    message = f"the name {name!r} is taken by {taken.get(name)}; choose another for"
+    message += f" {getattr(cls, '__name__', cls)}"
+    _fail(taken.get(name, cls) is not cls, message)
+    message = f"info must be a VariantInfo, got {_got(info)}"
+    _fail(not isinstance(info, VariantInfo | None), message, ArgumentTypeError)
+
+
+def check_same_sizes(sizes: dict[str, tuple[object, object]]) -> None:
+    """Raise unless each ``name: (in src, in dst)`` of ``sizes`` is one value."""
+    for name, (a, b) in sizes.items():
+        _fail(
+            a != b,
+            f"src and dst must have the same {name}, got {a} in src and {b} in dst",
+        )

@@ -49,10 +49,7 @@ def tiny_model_config(model: TinyAttentionModel) -> dict:
         {'vocab_size': 16, 'd_model': 8, 'context_length': 5, 'num_heads': 2,
          'use_positions': True, 'num_layers': 1}
     """
-    if not isinstance(model, TinyAttentionModel):
-        check_module("model", model)
-        kind = type(model).__name__
-        raise TypeError(f"model must be a TinyAttentionModel, got {kind}")
+    check_module("model", model, TinyAttentionModel)
     return {
         "vocab_size": model.vocab_size,
         "d_model": model.tok_emb.embedding_dim,

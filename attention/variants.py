@@ -22,6 +22,7 @@ import importlib
 
 from torch import nn
 
+from .checks import check_choice, check_register, check_same_sizes
 from .contract import VariantInfo, check_variant, load_mha_state_dict, mha_state_dict
 from .efficient import (
     FusedQKVMultiHeadAttention,
@@ -74,19 +75,7 @@ def register(
         (True, True)
         >>> del VARIANTS["mine"]
     """
-    if not isinstance(name, str) or not name.isidentifier():
-        raise ValueError(
-            f"name must be a short identifier such as 'mine', got {name!r}"
-        )
-    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
-        raise ValueError(f"cls must be an nn.Module subclass, got {cls!r}")
-    if VARIANTS.get(name, cls) is not cls:
-        raise ValueError(
-            f"the name {name!r} is taken by {VARIANTS[name].__name__}; "
-            f"choose another for {cls.__name__}"
-        )
-    if info is not None and not isinstance(info, VariantInfo):
-        raise ValueError(f"info must be a VariantInfo, got {type(info).__name__}")
+    check_register(name, cls, info, VARIANTS)
     VARIANTS[name] = cls
     VARIANT_INFO[name] = info or VariantInfo()
     return cls
@@ -98,8 +87,7 @@ def variant_info(name: str) -> VariantInfo:
     >>> variant_info("sdpa").dtypes
     (torch.float32, torch.float64)
     """
-    if name not in VARIANTS:
-        raise ValueError(f"name must be one of {list(VARIANTS)}, got {name!r}")
+    check_choice("name", name, list(VARIANTS))
     return VARIANT_INFO.get(name, VariantInfo())
 
 
@@ -175,10 +163,5 @@ def copy_weights(src: nn.Module, dst: nn.Module) -> None:
         name: (getattr(src, name, None), getattr(dst, name, None)) for name in _SIZES
     }
     sizes["qkv_bias"] = ("W_query.bias" in state, "W_query.bias" in target)
-    for name, (a, b) in sizes.items():
-        if a != b:
-            raise ValueError(
-                f"src and dst must have the same {name}, got {a} in src "
-                f"({type(src).__name__}) and {b} in dst ({type(dst).__name__})"
-            )
+    check_same_sizes(sizes)
     load_mha_state_dict(dst, state)

@@ -18,6 +18,10 @@ from attention import bench
 from attention.bench import cli
 from attention.bench.table import milliseconds, ratio
 
+# The quick loop leaves this file to `make test` (its site tier): it runs the
+# benchmark's measurements for real, about 8 s in all.
+pytestmark = pytest.mark.slow
+
 TINY = bench.BenchConfig.quick(
     batch=1,
     tokens=16,

@@ -25,6 +25,10 @@ from attention import MultiHeadAttention
 from attention.bench import cli
 from attention.variants import VARIANT_INFO
 
+# The quick loop leaves this file to `make test` (its site tier): each case runs
+# the whole contract suite again, about 25 s in all.
+pytestmark = pytest.mark.slow
+
 # pytester drops the modules an inner run imported; torch.distributed's modules
 # register operators once per process, so they are imported here, before any run.
 pytest_plugins = ["pytester"]
