@@ -19,7 +19,7 @@ from .checks import (
     check_attention_args,
     check_batch,
     check_positive,
-    check_square,
+    check_shapes,
 )
 
 
@@ -83,7 +83,7 @@ def renormalize_masked(attn_weights: torch.Tensor) -> torch.Tensor:
                 [0.5000, 0.5000, 0.0000],
                 [0.3333, 0.3333, 0.3333]])
     """
-    check_square("attn_weights", attn_weights)
+    check_shapes(attn_weights=(attn_weights, "... T T"))
     keep = ~causal_mask(attn_weights.shape[-1], device=attn_weights.device)
     masked = attn_weights * keep  # zero above the diagonal
     row_sums = masked.sum(dim=-1, keepdim=True)  # (..., T, 1)
@@ -119,7 +119,7 @@ def mask_with_neg_inf(attn_scores: torch.Tensor) -> torch.Tensor:
                 [0.5000, 0.5000, 0.0000],
                 [0.3333, 0.3333, 0.3333]])
     """
-    check_square("attn_scores", attn_scores)
+    check_shapes(attn_scores=(attn_scores, "... T T"))
     mask = causal_mask(attn_scores.shape[-1], device=attn_scores.device)
     return attn_scores.masked_fill(mask, -torch.inf)
 

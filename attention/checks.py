@@ -226,32 +226,6 @@ one size per name; got query (3,) and inputs (6, 4)
             )
 
 
-def check_square(name: str, t: object, ndim: int | None = None, smallest: int = 0):
-    """Raise unless ``t`` is a float tensor that ends in a ``(T, T)`` matrix.
-
-    With ``ndim``, of that many dimensions; ``T >= smallest``.
-    """
-    check_float_tensor(name, t)
-    rank = "" if ndim is None else f" of {ndim} dimensions"
-    _fail(
-        t.dim() < 2
-        or t.shape[-1] != t.shape[-2]
-        or t.shape[-1] < smallest
-        or ndim not in (None, t.dim()),
-        f"{name} must end in a square (num_tokens, num_tokens) matrix{rank} "
-        f"with num_tokens >= {smallest}, got shape {_shape(t)}",
-    )
-
-
-def check_scores(name: str, t: object) -> None:
-    """Raise unless ``t`` is a float tensor ``(..., n)``, ``n >= 1`` scores a row."""
-    check_float_tensor(name, t)
-    _fail(
-        t.dim() == 0 or t.shape[-1] == 0,
-        f"{name} must be (..., n) with n >= 1 scores a row, got shape {_shape(t)}",
-    )
-
-
 def check_dim(name: str, t: torch.Tensor, dim: int) -> None:
     """Raise unless ``dim`` is an integer that indexes a dimension of ``t``."""
     check_integer("dim", dim)

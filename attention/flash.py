@@ -46,8 +46,8 @@ from .checks import (
     check_attention_args,
     check_backward,
     check_batch,
+    check_integer,
     check_positive,
-    check_scores,
     check_shapes,
     check_tiled,
 )
@@ -82,7 +82,8 @@ def softmax_three_pass(attn_scores: torch.Tensor) -> torch.Tensor:
         >>> torch.allclose(softmax_three_pass(scores), torch.softmax(scores, -1))
         True
     """
-    check_scores("attn_scores", attn_scores)
+    check_shapes(attn_scores=(attn_scores, "... n"))
+    check_integer("the n of attn_scores (scores a row)", attn_scores.shape[-1], 1)
     m = attn_scores.amax(dim=-1, keepdim=True)  # pass 1: (..., 1)
     ell = torch.exp(attn_scores - m).sum(dim=-1, keepdim=True)  # pass 2
     return torch.exp(attn_scores - m) / ell  # pass 3: (..., n)
@@ -122,7 +123,8 @@ def online_softmax_stats(
         >>> torch.allclose(ell, torch.exp(scores - 5.0).sum(-1, keepdim=True))
         True
     """
-    check_scores("attn_scores", attn_scores)
+    check_shapes(attn_scores=(attn_scores, "... n"))
+    check_integer("the n of attn_scores (scores a row)", attn_scores.shape[-1], 1)
     check_positive(tile_size=tile_size)
     m = torch.full_like(attn_scores[..., :1], -torch.inf)  # (..., 1)
     ell = torch.zeros_like(m)  # (..., 1)

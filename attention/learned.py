@@ -23,7 +23,7 @@ from .checks import (
     check_integer,
     check_module,
     check_positive,
-    check_square,
+    check_shapes,
     check_token_ids,
     check_training,
     check_values,
@@ -365,7 +365,8 @@ def previous_token_mass(attn_weights: torch.Tensor) -> torch.Tensor:
         >>> previous_token_mass(w)
         tensor([1., 0.])
     """
-    check_square("attn_weights", attn_weights, ndim=4, smallest=2)
+    check_shapes(attn_weights=(attn_weights, "b h T T"))
+    check_integer("the num_tokens T of attn_weights", attn_weights.shape[-1], 2)
     # Entries [..., i, i - 1] for i = 1 .. T - 1: one below the main diagonal
     # (b, h, T, T) -> (b, h, T - 1)
     below = attn_weights.diagonal(offset=-1, dim1=-2, dim2=-1)
