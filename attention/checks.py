@@ -432,38 +432,12 @@ def check_decode(
     )
     if attention_mask is None:
         return
-    check_running_mask(attention_mask, token_ids, held)
+    check_attention_mask(attention_mask, token_ids, held)
     meta = attention_mask.device.type == "meta"
     if max_new_tokens is not None and not meta and not attention_mask[:, -1].all():
         raise ValueError(
             "attention_mask must end in a real token (1) in every row: generation "
             f"continues after it; got {attention_mask.tolist()}"
-        )
-
-
-def check_running_mask(attention_mask: torch.Tensor, new: torch.Tensor, held: int):
-    """Raise unless ``attention_mask`` is ``(b, held + T_new)`` for ``new``
-    ``(b, T_new, ...)`` and left-padded: in each row pads (0) before tokens (1)."""
-    check_attention_mask(attention_mask)
-    b, num_new = new.shape[:2]
-    _fail(
-        _shape(attention_mask) != (b, held + num_new),
-        f"attention_mask must be (b, cached + new tokens) = {(b, held + num_new)}: "
-        f"the cache holds {held} and {num_new} are new; got {_shape(attention_mask)}",
-    )
-    _fail(
-        attention_mask.device != new.device,
-        f"attention_mask must be on {new.device}, got {attention_mask.device}",
-    )
-    if attention_mask.device.type == "meta":
-        return
-    late_pad = attention_mask[:, 1:] < attention_mask[:, :-1]  # a 1 before a 0
-    if bool(late_pad.any()):
-        row = int(late_pad.any(dim=1).nonzero()[0])
-        raise ValueError(
-            "attention_mask must be left-padded: 0s (pads), then 1s (real tokens), "
-            f"so that new tokens follow the real ones; row {row} is "
-            f"{attention_mask[row].tolist()}"
         )
 
 
@@ -483,7 +457,7 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None) -> None:
         f"{limit - held} new tokens fit; got {x.shape[1]}",
     )
     if attention_mask is not None:
-        check_running_mask(attention_mask, x, held)
+        check_attention_mask(attention_mask, x, held)
 
 
 def check_training(
@@ -567,13 +541,17 @@ def check_sequences(sequences: object, side: str, value: float) -> None:
         )
 
 
-def check_attention_mask(attention_mask: torch.Tensor, x: torch.Tensor | None = None):
-    """Raise unless ``attention_mask`` is ``(b, T)`` of 0s and 1s, fitting ``x``."""
+def check_attention_mask(attention_mask, x=None, held: int | None = None) -> None:
+    """Raise unless ``attention_mask`` is ``(b, T)`` of 0s and 1s, fitting ``x``
+    ``(b, T, ...)``; with ``held`` cached tokens ``(b, held + T)``, left-padded:
+    in each row the pads (0) come before the real tokens (1)."""
     check_tensor("attention_mask", attention_mask)
-    expected = "(batch, num_tokens)" if x is None else f"{_shape(x)[:2]} to fit x"
+    shape = None if x is None else (x.shape[0], (held or 0) + x.shape[1])
+    expected = f"(batch, num_tokens) = {shape or '(b, T)'}" + (
+        f" with the {held} cached tokens" if held else ""
+    )
     _fail(
-        attention_mask.dim() != 2
-        or (x is not None and attention_mask.shape != x.shape[:2]),
+        attention_mask.dim() != 2 or shape not in (None, _shape(attention_mask)),
         f"attention_mask must have 2 dimensions {expected}, got "
         f"{attention_mask.dim()} dimensions with shape {_shape(attention_mask)}",
     )
@@ -587,6 +565,15 @@ def check_attention_mask(attention_mask: torch.Tensor, x: torch.Tensor | None = 
         raise ValueError(
             "attention_mask must hold only 1 (a real token) and 0 (padding), got "
             f"also {attention_mask[~is_binary].unique()[:5].tolist()}"
+        )
+    left = held is not None  # the mask of a generation: left-padded
+    late_pad = attention_mask[:, 1:] < attention_mask[:, :-1] if left else None
+    if late_pad is not None and late_pad.any():  # a 1 before a 0
+        row = int(late_pad.any(dim=1).nonzero()[0])
+        raise ValueError(
+            "attention_mask must be left-padded: 0s (pads), then 1s (real tokens), "
+            f"so that new tokens follow the real ones; row {row} is "
+            f"{attention_mask[row].tolist()}"
         )
 
 
