@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo  # noqa: F401
 import torch.distributed.tensor  # noqa: F401
 from hypothesis import Phase, settings
 
@@ -25,8 +26,9 @@ from attention import MultiHeadAttention
 from attention.bench import cli
 from attention.variants import VARIANT_INFO
 
-# pytester drops the modules an inner run imported; torch.distributed's modules
-# register operators once per process, so they are imported here, before any run.
+# pytester drops the modules an inner run imported; torch.distributed's and
+# torch._dynamo's modules (a `triu` on `meta` imports the latter) register
+# operators once per process, so they are imported here, before any run.
 pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")

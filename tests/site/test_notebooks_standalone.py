@@ -31,6 +31,7 @@ import. pip's cache is reused between runs.
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import json
 import os
@@ -86,28 +87,47 @@ def edition_html(edition: str) -> Path:
     return build_dir() / "html" / EDITION_FOLDERS[edition]
 
 
-DOWNLOADS = {
-    f"{edition}/{name}": path
-    for edition in EDITION_FOLDERS
-    for name, path in offered_files(edition_html(edition), ".ipynb").items()
-}
+def executed_notebooks(edition: str) -> list[str]:
+    """``en/3-5-causal-attention.ipynb`` for each notebook myst-nb executed for
+    the edition: the names its pages must offer, found without parsing a page."""
+    folder = build_dir() if edition == "en" else build_dir() / edition
+    names = (p.name for p in (folder / "jupyter_execute").rglob("*.ipynb"))
+    return sorted(f"{edition}/{name}" for name in names)
+
+
+@functools.cache
+def downloads() -> dict[str, Path]:
+    """``{"en/3-5-causal-attention.ipynb": <file>}``: every edition's downloads,
+    read from the built pages once, when a test first asks."""
+    return {
+        f"{edition}/{name}": path
+        for edition in EDITION_FOLDERS
+        for name, path in offered_files(edition_html(edition), ".ipynb").items()
+    }
+
+
 # With no build there is nothing to parametrize over; one case that fails
 # says so (a missing build is a failure, never a skip).
-NAMES = sorted(DOWNLOADS) or ["<no notebooks found>"]
-# The downloads that run in the reader's kernel: the English edition's.
-RUN = [n for n in NAMES if n.startswith("en/")] or ["<no notebooks found>"]
+RUN = executed_notebooks("en") or [
+    "<no notebooks found>"
+]  # they run in the reader's kernel
 # The other editions' downloads, each proven to run the English code.
-TRANSLATED = [n for n in NAMES if not n.startswith("en/")] or ["<no notebooks found>"]
+TRANSLATED = [
+    name
+    for edition in EDITION_FOLDERS
+    if edition != "en"
+    for name in executed_notebooks(edition)
+] or ["<no notebooks found>"]
 
 
 def _notebook(name: str) -> nbformat.NotebookNode:
-    if name not in DOWNLOADS:
+    if name not in downloads():
         pytest.fail(
-            f"No notebook downloads in {build_dir() / 'html'}: run `make html` "
-            "first (or set BUILDDIR).",
+            f"{name} is not offered for download in {build_dir() / 'html'}: run "
+            "`make html` first (or set BUILDDIR).",
             pytrace=False,
         )
-    return nbformat.read(DOWNLOADS[name], as_version=4)
+    return nbformat.read(downloads()[name], as_version=4)
 
 
 def imported_modules(source: str) -> set[str]:
@@ -149,7 +169,7 @@ def test_pins_satisfy_the_notebooks_extra():
 def test_every_executed_page_offers_its_notebook_in_both_editions(site):
     executed = {p.docname.rsplit("/", 1)[-1] for p in site.pages if p.is_notebook}
     assert executed, "no page was executed by myst-nb"
-    offered = {n.split("/", 1)[1] for n in DOWNLOADS if n.startswith(site.edition)}
+    offered = {n.split("/", 1)[1] for n in downloads() if n.startswith(site.edition)}
     assert offered == {f"{name}.ipynb" for name in executed}
 
 
@@ -171,14 +191,14 @@ def test_the_archive_holds_every_download_and_the_wheel(site):
         notebooks = {Path(n).name: n for n in names if n.endswith(".ipynb")}
         prefix = f"{site.edition}/"
         offered = {
-            n[len(prefix) :]: p for n, p in DOWNLOADS.items() if n.startswith(prefix)
+            n[len(prefix) :]: p for n, p in downloads().items() if n.startswith(prefix)
         }
         assert set(notebooks) == set(offered)
         for name, path in offered.items():
             assert archive.read(notebooks[name]) == path.read_bytes(), name
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", RUN + TRANSLATED)
 def test_download_does_not_import_myst_nb(name):
     cells = [c for c in _notebook(name).cells if c.cell_type == "code"]
     bad = [c.source for c in cells if "myst_nb" in imported_modules(c.source)]
@@ -326,12 +346,12 @@ def runs(reader, tmp_path_factory):
         futures = {
             name: pool.submit(
                 run_notebook,
-                DOWNLOADS[name],
+                downloads()[name],
                 reader["jupyter_path"],
                 work / name.replace("/", "-"),
             )
             for name in RUN
-            if name in DOWNLOADS
+            if name in downloads()
         }
         results = {name: future.result() for name, future in futures.items()}
     print(
