@@ -1,38 +1,18 @@
 """A reader with only the built site runs every notebook it offers.
 
-The route the site gives a reader, followed with nothing else: not the
-repository, not the build's virtual environment, not myst-nb.
-
-- From the built site of each edition: the notebooks its pages link for
-  download (``a.download`` links ending in ``.ipynb``), the wheel the
-  "Run this page yourself" notes link, and the archive of the book's code the
-  front page links.
-- A new virtual environment in a temporary folder (no system or build
-  packages visible), ``torch==2.13.0`` in it first (the CPU wheel on this
-  machine's disk: the wheel's ``torch`` requirement alone would fetch a CUDA
-  build of several GB), then exactly the command the notes give,
-  ``pip install "attention-<version>-py3-none-any.whl[notebooks]"``, run in a
-  folder that holds only the downloaded wheel.
-- Every download of the English edition, run with nbclient in that
-  environment's kernel from a temporary folder, two at a time (the machine
-  has two cores).
-- Every download of another edition runs the same Python, token for token,
-  as the English one: the two differ only in their Markdown and in the
-  comments of their code (``tokenize`` drops the comments and nothing else),
-  and their metadata, kernel included, is the same. Running them as well
-  would run the same tokens again (it took 64 s, half of this suite).
-
-The environment is made without pip of its own (``venv --without-pip``; the
-test's pip installs into it with ``--python``) and without compiling
-bytecode: both save minutes and neither changes what the notebooks can
-import. pip's cache is reused between runs.
+A fresh virtual environment (no repository, no build packages, no myst-nb)
+gets the CPU ``torch`` from this machine's disk (the wheel's requirement alone
+would fetch a CUDA build), then exactly the notes' command, ``pip install
+"attention-<version>-py3-none-any.whl[notebooks]"``, with the site's wheel
+alone in the folder. Every English download runs there with nbclient; every
+other edition's download must run the same tokens (comments aside) with the
+same metadata, so running it too would prove nothing more.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
-import io
 import json
 import os
 import re
@@ -40,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import time
-import tokenize
 import tomllib
 import zipfile
 from concurrent.futures import ProcessPoolExecutor
@@ -50,6 +29,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from conftest import EDITION_FOLDERS, ROOT, build_dir
+from i18n_code import code_tokens
 from IPython.core.inputtransformer2 import TransformerManager
 from packaging.requirements import Requirement
 
@@ -207,24 +187,6 @@ def test_download_does_not_import_myst_nb(name):
     )
 
 
-def python_tokens(source: str) -> list[tuple[int, str]]:
-    """What Python runs of a code cell: its tokens, without comments and
-    line breaks (IPython's magics become calls first).
-
-    >>> python_tokens("x = 1  # one") == python_tokens("x = 1  # 一\\n")
-    True
-    >>> python_tokens("print('one')") == python_tokens("print('一')")
-    False
-    """
-    code = TransformerManager().transform_cell(source)
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE}
-    return [
-        (token.type, token.string)
-        for token in tokenize.generate_tokens(io.StringIO(code).readline)
-        if token.type not in skip
-    ]
-
-
 @pytest.mark.parametrize("name", TRANSLATED)
 def test_translated_download_runs_the_english_code(name):
     """Same cells, same tokens, same metadata: what the English run proves
@@ -241,7 +203,7 @@ def test_translated_download_runs_the_english_code(name):
     for i, (ours, theirs) in enumerate(
         zip(code(translated), code(english), strict=True)
     ):
-        assert python_tokens(ours) == python_tokens(theirs), (
+        assert code_tokens(ours) == code_tokens(theirs), (
             f"{name}, code cell {i}: runs other code than the English one:\n"
             f"{ours}\n--- English:\n{theirs}"
         )
