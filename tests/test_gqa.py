@@ -114,6 +114,3 @@ def test_measured_cache_bytes_follow_the_formula(num_kv_heads):
     for layer in range(2):
         cached_attention(gqa, x, cache, layer)
     assert cache.nbytes() == kv_cache_bytes(3, 10, 2, num_kv_heads, 4, 4)
-
-
-# --- the error contract ------------------------------------------------------------
