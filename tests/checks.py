@@ -1,11 +1,6 @@
-"""Assertions shared by several test files: the chapter's printed numbers, and
-the properties every causal attention module must have.
-
-Each property check takes a module (and an input, where one is needed) and
-says in its failure message which promise broke. The causal classes
-(``tests/test_causal.py``), the wrapper (``tests/test_multihead.py``) and every
-class of the registry (``tests/test_contract.py``) are checked with them.
-"""
+"""Assertions shared by the tests: the chapter's printed numbers, the
+properties every causal module must have (each failure message names the
+promise that broke), and the suite's one multi-head reference."""
 
 from __future__ import annotations
 
