@@ -146,14 +146,3 @@ def test_dropout_acts_on_the_attention_weights(p: float) -> None:
     # The output is built from the dropped-out weights.
     torch.testing.assert_close(out, dropped @ ca.W_value(x))
     assert_causal_dropout(weights, dropped, p)
-
-
-# --- the mask buffer, state_dict, dtypes and gradients ---------------------------
-
-
-def test_mask_is_a_buffer_not_a_parameter() -> None:
-    ca = random_module(22, context_length=5)
-    assert dict(ca.named_buffers())["mask"] is ca.mask
-    assert "mask" in ca.state_dict()
-    assert all("mask" not in name for name, _ in ca.named_parameters())
-    torch.testing.assert_close(ca.mask, causal_mask(5), rtol=0, atol=0)
