@@ -16,6 +16,7 @@ from attention import (
     copy_weights,
     flash_attention,
     flash_attention_backward,
+    softmax_three_pass,
     tile_backward,
 )
 
@@ -34,6 +35,13 @@ def qkv(shape, seed=0, dtype=torch.float64, num_keys=None):
 
 
 # --- attention over tiles ---------------------------------------------------------
+
+
+def test_three_pass_softmax_is_torchs_and_does_not_overflow() -> None:
+    scores = torch.tensor([[1.0, 2.0, 3.0], [1000.0, 1001.0, 999.0]])
+    weights = softmax_three_pass(scores)
+    torch.testing.assert_close(weights, torch.softmax(scores, dim=-1))
+    assert torch.isfinite(weights).all()  # exp(1000) would be inf
 
 
 # (b, h, T, hd): one token, a tile's worth, odd lengths, one head, wide heads
