@@ -1,11 +1,6 @@
-"""Assertions shared by several test files: the chapter's printed numbers, and
-the properties every causal attention module must have.
-
-Each property check takes a module (and an input, where one is needed) and
-says in its failure message which promise broke. The causal classes
-(``tests/test_causal.py``), the wrapper (``tests/test_multihead.py``) and every
-class of the registry (``tests/test_contract.py``) are checked with them.
-"""
+"""Assertions shared by the tests: the chapter's printed numbers, the
+properties every causal module must have (each failure message names the
+promise that broke), and the suite's one multi-head reference."""
 
 from __future__ import annotations
 
@@ -138,30 +133,6 @@ def assert_causal_dropout(
     # About a fraction p is zeroed: within 6 standard deviations of a binomial.
     n = visible_in.numel()
     assert abs(zeroed.float().mean().item() - p) < 6 * math.sqrt(p * (1 - p) / n)
-
-
-def assert_padding_changes_no_real_token(
-    module: nn.Module, sentences: list[torch.Tensor], side: str, pad_value: float = 7.0
-) -> None:
-    """Every real token of a padded batch gets the output of its sentence alone.
-
-    ``module(x, attention_mask)`` takes a padded batch ``(b, T, d_in)`` and its
-    ``(b, T)`` mask (1 = real token); ``module(x)`` one unpadded sentence. It
-    must be in eval mode (or have no dropout); ``sentences`` are ``(T_i, d_in)``
-    and ``side`` is ``"left"`` or ``"right"``. Pad positions must be finite.
-    """
-    from attention import pad_sequences
-
-    x, attention_mask = pad_sequences(sentences, side=side, value=pad_value)
-    out = module(x, attention_mask)
-    assert torch.isfinite(out).all(), f"{side} padding produced nan or inf"
-    for i, sentence in enumerate(sentences):
-        real = attention_mask[i].bool()  # (T,)
-        torch.testing.assert_close(
-            out[i, real],
-            module(sentence[None])[0],
-            msg=f"{side} padding changed a real token of sequence {i}",
-        )
 
 
 def reference_multihead(

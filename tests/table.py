@@ -947,6 +947,8 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
         right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
         errors += (
             bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),
+            bad("no-room", lambda: run(model(), z(1, 6).long(), 2),
+                "max_new_tokens; 2; 6"),  # the prompt fills the context
             bad("mask-shape", lambda: run(model(), ids, 2, torch.ones(1, 3)),
                 "attention_mask; (1, 2); (1, 3)"),
             bad("mask-right", lambda: run(model(), *right[:1], 2, right[1]),

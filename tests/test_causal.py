@@ -133,20 +133,6 @@ def test_causal_attention_weights_are_the_chapters(batch: torch.Tensor) -> None:
     assert_printed(seen["input"], [RENORMALIZED, RENORMALIZED])
 
 
-@pytest.mark.parametrize("qkv_bias", [False, True])
-def test_last_token_sees_everything_like_self_attention(qkv_bias: bool) -> None:
-    ca = random_module(11, qkv_bias=qkv_bias)
-    sa_v2 = SelfAttention_v2(4, 3, qkv_bias=qkv_bias)
-    missing, unexpected = sa_v2.load_state_dict(ca.state_dict(), strict=False)
-    assert missing == [] and unexpected == ["mask"]
-    x = torch.randn(1, 5, 4)
-    torch.testing.assert_close(ca(x)[0, -1], sa_v2(x[0])[-1])
-    assert not torch.allclose(ca(x)[0, 0], sa_v2(x[0])[0])
-
-
-# --- causality, batches, shorter sequences --------------------------------------
-
-
 # --- dropout ------------------------------------------------------------------------
 
 
@@ -160,14 +146,3 @@ def test_dropout_acts_on_the_attention_weights(p: float) -> None:
     # The output is built from the dropped-out weights.
     torch.testing.assert_close(out, dropped @ ca.W_value(x))
     assert_causal_dropout(weights, dropped, p)
-
-
-# --- the mask buffer, state_dict, dtypes and gradients ---------------------------
-
-
-def test_mask_is_a_buffer_not_a_parameter() -> None:
-    ca = random_module(22, context_length=5)
-    assert dict(ca.named_buffers())["mask"] is ca.mask
-    assert "mask" in ca.state_dict()
-    assert all("mask" not in name for name, _ in ca.named_parameters())
-    torch.testing.assert_close(ca.mask, causal_mask(5), rtol=0, atol=0)

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch._dynamo  # noqa: F401
 import torch.distributed.tensor  # noqa: F401
 from hypothesis import Phase, settings
 
@@ -29,8 +30,9 @@ from attention.variants import VARIANT_INFO
 # the whole contract suite again, about 25 s in all.
 pytestmark = pytest.mark.slow
 
-# pytester drops the modules an inner run imported; torch.distributed's modules
-# register operators once per process, so they are imported here, before any run.
+# pytester drops the modules an inner run imported; torch.distributed's and
+# torch._dynamo's modules (a `triu` on `meta` imports the latter) register
+# operators once per process, so they are imported here, before any run.
 pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")

@@ -1,9 +1,11 @@
-"""Tests for attention.gqa: grouped-query and multi-query attention."""
+"""Tests for attention.gqa beyond its records in ``tests/table.py`` (each
+equals the formula with key/value heads shared by their group)."""
 
 from __future__ import annotations
 
 import pytest
 import torch
+from checks import chapter_state, reference_multihead
 
 from attention import (
     GroupedQueryAttention,
@@ -49,19 +51,11 @@ def test_the_same_seed_draws_the_same_weights_as_multihead_attention():
         assert name_a == name_b and torch.equal(a, b)
 
 
-def test_fewer_kv_heads_is_mha_with_each_kv_head_copied_to_its_group():
-    # GQA with g heads = MHA whose key/value weights repeat each group's rows.
+def test_each_group_of_query_heads_shares_one_key_value_head():
     torch.manual_seed(0)
     gqa = GroupedQueryAttention(4, 12, 8, 0.0, num_heads=6, num_kv_heads=2)
-    mha = MultiHeadAttention(4, 12, 8, 0.0, num_heads=6)
-    state = gqa.state_dict()
-    for name in ("W_key.weight", "W_value.weight"):
-        # (g * hd, d_in) -> (g, hd, d_in) -> (g * r, hd, d_in) -> (h * hd, d_in)
-        rows = state[name].view(2, 2, 4).repeat_interleave(3, dim=0).reshape(12, 4)
-        state[name] = rows
-    mha.load_state_dict(state)
     x = _x()
-    torch.testing.assert_close(gqa(x), mha(x))
+    torch.testing.assert_close(gqa(x), reference_multihead(chapter_state(gqa), x, 6, 2))
 
 
 @pytest.mark.parametrize("qkv_bias", [False, True])
@@ -87,22 +81,6 @@ def test_mean_pooling_heads_that_agree_in_each_group_loses_nothing(qkv_bias):
     torch.testing.assert_close(pooled(x), gqa(x))
     for name, tensor in mha.state_dict().items():  # the source is left alone
         assert torch.equal(tensor, before[name])
-
-
-def test_mean_pooling_every_head_alone_is_the_same_module():
-    torch.manual_seed(1)
-    mha = MultiHeadAttention(4, 8, 8, 0.0, num_heads=4, qkv_bias=True)
-    same = mean_pool_kv_heads(mha, num_kv_heads=4)
-    x = _x()
-    assert torch.equal(same(x), mha(x))
-
-
-def test_mqa_heads_see_one_key_value_head():
-    torch.manual_seed(0)
-    mqa = GroupedQueryAttention(4, 8, 8, 0.0, num_heads=4, num_kv_heads=1)
-    assert mqa.W_key.weight.shape == (2, 4)
-    assert mqa.W_value.weight.shape == (2, 4)
-    assert mqa(_x()).shape == (2, 6, 8)
 
 
 # --- parameters and cache sizes at GPT-2 size --------------------------------------
@@ -144,6 +122,3 @@ def test_measured_cache_bytes_follow_the_formula(num_kv_heads):
     for layer in range(2):
         cached_attention(gqa, x, cache, layer)
     assert cache.nbytes() == kv_cache_bytes(3, 10, 2, num_kv_heads, 4, 4)
-
-
-# --- the error contract ------------------------------------------------------------

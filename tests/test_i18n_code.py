@@ -33,10 +33,6 @@ def test_comments_are_found_with_tokenize():
     ]
 
 
-def test_shape_comments_and_pragmas_are_not_messages():
-    assert find_comments("x = y.view(2, 3)  # (2, 3)\n# noqa: F401\n") == []
-
-
 def test_comments_at_other_columns_are_separate_messages():
     code = "# Outer.\nif True:\n    # Inner.\n    x = 1\n"
     assert [c.text for c in find_comments(code)] == ["Outer.", "Inner."]

@@ -89,29 +89,6 @@ def test_all_weights_and_context_vectors(inputs: torch.Tensor) -> None:
     assert_printed(context_vecs[1], CONTEXT_VEC_2)
 
 
-# --- the loops equal their matrix forms ----------------------------------------
-
-
-@pytest.mark.parametrize(("num_tokens", "d"), [(1, 1), (6, 3), (7, 5), (16, 32)])
-def test_loops_equal_matmul(num_tokens: int, d: int) -> None:
-    gen = torch.Generator().manual_seed(num_tokens * 100 + d)
-    inputs = torch.randn(num_tokens, d, generator=gen)
-    query = torch.randn(d, generator=gen)
-    torch.testing.assert_close(dot_scores(query, inputs), inputs @ query)
-    weights = torch.softmax(torch.randn(num_tokens, generator=gen), dim=0)
-    torch.testing.assert_close(weighted_sum(weights, inputs), weights @ inputs)
-
-
-def test_simple_self_attention_equals_the_three_steps() -> None:
-    gen = torch.Generator().manual_seed(1)
-    inputs = torch.randn(5, 4, generator=gen)
-    attn_weights, context_vecs = simple_self_attention(inputs)
-    for i, query in enumerate(inputs):
-        weights_i = torch.softmax(dot_scores(query, inputs), dim=0)
-        torch.testing.assert_close(attn_weights[i], weights_i)
-        torch.testing.assert_close(context_vecs[i], weighted_sum(weights_i, inputs))
-
-
 # --- softmax_naive ---------------------------------------------------------------
 
 

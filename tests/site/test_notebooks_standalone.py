@@ -1,37 +1,18 @@
 """A reader with only the built site runs every notebook it offers.
 
-The route the site gives a reader, followed with nothing else: not the
-repository, not the build's virtual environment, not myst-nb.
-
-- From the built site of each edition: the notebooks its pages link for
-  download (``a.download`` links ending in ``.ipynb``), the wheel the
-  "Run this page yourself" notes link, and the archive of the book's code the
-  front page links.
-- A new virtual environment in a temporary folder (no system or build
-  packages visible), ``torch==2.13.0`` in it first (the CPU wheel on this
-  machine's disk: the wheel's ``torch`` requirement alone would fetch a CUDA
-  build of several GB), then exactly the command the notes give,
-  ``pip install "attention-<version>-py3-none-any.whl[notebooks]"``, run in a
-  folder that holds only the downloaded wheel.
-- Every download of the English edition, run with nbclient in that
-  environment's kernel from a temporary folder, two at a time (the machine
-  has two cores).
-- Every download of another edition runs the same Python, token for token,
-  as the English one: the two differ only in their Markdown and in the
-  comments of their code (``tokenize`` drops the comments and nothing else),
-  and their metadata, kernel included, is the same. Running them as well
-  would run the same tokens again (it took 64 s, half of this suite).
-
-The environment is made without pip of its own (``venv --without-pip``; the
-test's pip installs into it with ``--python``) and without compiling
-bytecode: both save minutes and neither changes what the notebooks can
-import. pip's cache is reused between runs.
+A fresh virtual environment (no repository, no build packages, no myst-nb)
+gets the CPU ``torch`` from this machine's disk (the wheel's requirement alone
+would fetch a CUDA build), then exactly the notes' command, ``pip install
+"attention-<version>-py3-none-any.whl[notebooks]"``, with the site's wheel
+alone in the folder. Every English download runs there with nbclient; every
+other edition's download must run the same tokens (comments aside) with the
+same metadata, so running it too would prove nothing more.
 """
 
 from __future__ import annotations
 
 import ast
-import io
+import functools
 import json
 import os
 import re
@@ -39,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import time
-import tokenize
 import tomllib
 import zipfile
 from concurrent.futures import ProcessPoolExecutor
@@ -49,6 +29,7 @@ import nbformat
 import pytest
 from bs4 import BeautifulSoup
 from conftest import EDITION_FOLDERS, ROOT, build_dir
+from i18n_code import code_tokens
 from IPython.core.inputtransformer2 import TransformerManager
 from packaging.requirements import Requirement
 
@@ -86,28 +67,47 @@ def edition_html(edition: str) -> Path:
     return build_dir() / "html" / EDITION_FOLDERS[edition]
 
 
-DOWNLOADS = {
-    f"{edition}/{name}": path
-    for edition in EDITION_FOLDERS
-    for name, path in offered_files(edition_html(edition), ".ipynb").items()
-}
+def executed_notebooks(edition: str) -> list[str]:
+    """``en/3-5-causal-attention.ipynb`` for each notebook myst-nb executed for
+    the edition: the names its pages must offer, found without parsing a page."""
+    folder = build_dir() if edition == "en" else build_dir() / edition
+    names = (p.name for p in (folder / "jupyter_execute").rglob("*.ipynb"))
+    return sorted(f"{edition}/{name}" for name in names)
+
+
+@functools.cache
+def downloads() -> dict[str, Path]:
+    """``{"en/3-5-causal-attention.ipynb": <file>}``: every edition's downloads,
+    read from the built pages once, when a test first asks."""
+    return {
+        f"{edition}/{name}": path
+        for edition in EDITION_FOLDERS
+        for name, path in offered_files(edition_html(edition), ".ipynb").items()
+    }
+
+
 # With no build there is nothing to parametrize over; one case that fails
 # says so (a missing build is a failure, never a skip).
-NAMES = sorted(DOWNLOADS) or ["<no notebooks found>"]
-# The downloads that run in the reader's kernel: the English edition's.
-RUN = [n for n in NAMES if n.startswith("en/")] or ["<no notebooks found>"]
+RUN = executed_notebooks("en") or [
+    "<no notebooks found>"
+]  # they run in the reader's kernel
 # The other editions' downloads, each proven to run the English code.
-TRANSLATED = [n for n in NAMES if not n.startswith("en/")] or ["<no notebooks found>"]
+TRANSLATED = [
+    name
+    for edition in EDITION_FOLDERS
+    if edition != "en"
+    for name in executed_notebooks(edition)
+] or ["<no notebooks found>"]
 
 
 def _notebook(name: str) -> nbformat.NotebookNode:
-    if name not in DOWNLOADS:
+    if name not in downloads():
         pytest.fail(
-            f"No notebook downloads in {build_dir() / 'html'}: run `make html` "
-            "first (or set BUILDDIR).",
+            f"{name} is not offered for download in {build_dir() / 'html'}: run "
+            "`make html` first (or set BUILDDIR).",
             pytrace=False,
         )
-    return nbformat.read(DOWNLOADS[name], as_version=4)
+    return nbformat.read(downloads()[name], as_version=4)
 
 
 def imported_modules(source: str) -> set[str]:
@@ -149,7 +149,7 @@ def test_pins_satisfy_the_notebooks_extra():
 def test_every_executed_page_offers_its_notebook_in_both_editions(site):
     executed = {p.docname.rsplit("/", 1)[-1] for p in site.pages if p.is_notebook}
     assert executed, "no page was executed by myst-nb"
-    offered = {n.split("/", 1)[1] for n in DOWNLOADS if n.startswith(site.edition)}
+    offered = {n.split("/", 1)[1] for n in downloads() if n.startswith(site.edition)}
     assert offered == {f"{name}.ipynb" for name in executed}
 
 
@@ -171,38 +171,20 @@ def test_the_archive_holds_every_download_and_the_wheel(site):
         notebooks = {Path(n).name: n for n in names if n.endswith(".ipynb")}
         prefix = f"{site.edition}/"
         offered = {
-            n[len(prefix) :]: p for n, p in DOWNLOADS.items() if n.startswith(prefix)
+            n[len(prefix) :]: p for n, p in downloads().items() if n.startswith(prefix)
         }
         assert set(notebooks) == set(offered)
         for name, path in offered.items():
             assert archive.read(notebooks[name]) == path.read_bytes(), name
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", RUN + TRANSLATED)
 def test_download_does_not_import_myst_nb(name):
     cells = [c for c in _notebook(name).cells if c.cell_type == "code"]
     bad = [c.source for c in cells if "myst_nb" in imported_modules(c.source)]
     assert not bad, f"{name} imports myst_nb, which a reader does not have:\n" + (
         "\n---\n".join(bad)
     )
-
-
-def python_tokens(source: str) -> list[tuple[int, str]]:
-    """What Python runs of a code cell: its tokens, without comments and
-    line breaks (IPython's magics become calls first).
-
-    >>> python_tokens("x = 1  # one") == python_tokens("x = 1  # 一\\n")
-    True
-    >>> python_tokens("print('one')") == python_tokens("print('一')")
-    False
-    """
-    code = TransformerManager().transform_cell(source)
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE}
-    return [
-        (token.type, token.string)
-        for token in tokenize.generate_tokens(io.StringIO(code).readline)
-        if token.type not in skip
-    ]
 
 
 @pytest.mark.parametrize("name", TRANSLATED)
@@ -221,7 +203,7 @@ def test_translated_download_runs_the_english_code(name):
     for i, (ours, theirs) in enumerate(
         zip(code(translated), code(english), strict=True)
     ):
-        assert python_tokens(ours) == python_tokens(theirs), (
+        assert code_tokens(ours) == code_tokens(theirs), (
             f"{name}, code cell {i}: runs other code than the English one:\n"
             f"{ours}\n--- English:\n{theirs}"
         )
@@ -326,12 +308,12 @@ def runs(reader, tmp_path_factory):
         futures = {
             name: pool.submit(
                 run_notebook,
-                DOWNLOADS[name],
+                downloads()[name],
                 reader["jupyter_path"],
                 work / name.replace("/", "-"),
             )
             for name in RUN
-            if name in DOWNLOADS
+            if name in downloads()
         }
         results = {name: future.result() for name, future in futures.items()}
     print(

@@ -29,15 +29,6 @@ def package_files(root: Path) -> set[str]:
     }
 
 
-def missing_from(wheel_names: list[str], expected: set[str]) -> set[str]:
-    """The expected files that the wheel's list leaves out.
-
-    >>> sorted(missing_from(["attention/a.py"], {"attention/a.py", "attention/b/c.py"}))
-    ['attention/b/c.py']
-    """
-    return expected - set(wheel_names)
-
-
 @pytest.fixture(scope="module")
 def wheel() -> Path:
     """The wheel ``make html`` built (a missing one fails: run ``make html``)."""
@@ -52,7 +43,7 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel):
     expected = package_files(ROOT)
     assert "attention/bench/__init__.py" in expected  # the subpackage exists
     assert any(name.startswith("attention/_data/") for name in expected)
-    missing = missing_from(names, expected)
+    missing = expected - set(names)
     assert not missing, f"files of attention/ missing from {wheel.name}: {missing}"
 
 

@@ -134,12 +134,6 @@ def test_key_numbers_in_cell_outputs(site):
     assert not missing, "numbers no cell printed:\n" + "\n".join(missing)
 
 
-def test_chapter_pages_have_math(site):
-    pages = [p.docname for p in site.pages if p.rel.startswith(CH)]
-    with_math = [p for p in pages if site.page(p + ".html").article.select_one(".math")]
-    assert with_math, "no chapter page has an equation (and svgmath goes untested)"
-
-
 @pytest.mark.parametrize(("docname", "count"), EXERCISES.items())
 def test_chapter_exercises(site, docname, count):
     page = site.page(docname + ".html")

@@ -12,14 +12,11 @@ at ``$BUILDDIR/html/zh_CN``, from one source and one execution.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
 import subprocess
 import sys
-import threading
 import tokenize
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import quote
 
@@ -277,21 +274,12 @@ def test_chinese_search_index_is_segmented(zh):
 
 
 # -- Search in the browser ---------------------------------------------------------
-class _Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def browser_tab(english):
     from playwright.sync_api import sync_playwright
-    from test_site_browser import CHROMIUM, CHROMIUM_ARGS
+    from test_site_browser import CHROMIUM, CHROMIUM_ARGS, serve
 
-    handler = functools.partial(_Quiet, directory=str(english.html))
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    origin = f"http://127.0.0.1:{server.server_address[1]}"
-    with sync_playwright() as playwright:
+    with serve(english.html) as origin, sync_playwright() as playwright:
         chromium = playwright.chromium.launch(
             executable_path=CHROMIUM, args=CHROMIUM_ARGS
         )
@@ -306,8 +294,6 @@ def browser_tab(english):
         )
         yield origin, context.new_page()
         chromium.close()
-    server.shutdown()
-    server.server_close()
 
 
 def _search(browser_tab, query: str, shot: Path) -> list[str]:

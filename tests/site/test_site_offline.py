@@ -125,7 +125,9 @@ def test_math_is_drawn_when_the_site_is_built(site):
     """Every formula is an SVG in the page (book/_ext/svgmath.py), named by its
     TeX for screen readers; no page loads a script to typeset math."""
     math_pages = [p for p in site.pages if p.article.select_one(".math")]
-    assert math_pages, "no page has a formula"
+    assert any(p.rel.startswith("chapter3/") for p in math_pages), (
+        "no chapter page has a formula (and svgmath goes untested)"
+    )
     wrong = {}
     for page in math_pages:
         undrawn = [
