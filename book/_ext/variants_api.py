@@ -1,15 +1,10 @@
 """``autovariants``: the API reference's entries for ``attention.VARIANTS``.
 
-Usage, inside an ``{eval-rst}`` block of the API page::
-
-    .. autovariants::
-
-It reads the registry when the page is read and writes, for every entry in
-registry order, an ``autoclass``, with its two weight-layout methods when it stores its
-weights in a layout of its own, after a
-table of the registry's names. A class added to the registry is documented
-without editing the page; the page is read again whenever the package
-changes (the build's staleness hook), so the list cannot fall behind.
+``.. autovariants::`` (in an ``{eval-rst}`` block) writes a table of the
+registry's names, then an ``autoclass`` per entry in registry order, with
+its two weight-layout methods when it keeps its own layout. A class added
+to the registry is documented without editing the page, and the page is
+read again whenever the package changes (``package_cache``).
 """
 
 from __future__ import annotations
