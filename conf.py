@@ -48,7 +48,6 @@ extensions = [
 pysource_root = package_cache_root = str(ROOT)
 
 exclude_patterns = ["_build", "**/_build", "locales", "**.ipynb_checkpoints"]
-root_doc = "index"
 
 # -- MyST and execution -------------------------------------------------------
 myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath", "deflist"]
@@ -77,7 +76,6 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": False}
 autodoc_inherit_docstrings = False
-napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_custom_sections = [("Shape", "params_style")]
 # torch is not documented here (no network for intersphinx): don't demand links.
@@ -118,7 +116,6 @@ html_math_renderer = "svgmath"
 html_css_files = ["book.css", "i18n.css"]
 # Wide code blocks take the keyboard focus even when they appear later.
 html_js_files = ["focusable-scroll.js"]
-html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True

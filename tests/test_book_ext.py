@@ -212,9 +212,8 @@ def test_markdown_cells_are_translated_piece_by_piece():
     ).replace("| a |", "| 甲 |")
     assert translate_markdown(text, lambda message: None) == text
     yaml = "```{note}\n---\nclass: tip\n---\nInside.\n```\n"  # options as YAML
-    assert translate_markdown(yaml, {"Inside.": "里面。", "class: tip": "NO"}.get) == (
-        yaml.replace("Inside.", "里面。")
-    )
+    table = {"Inside.": "里面。", "class: tip": "NO"}
+    assert translate_markdown(yaml, table.get) == yaml.replace("Inside.", "里面。")
 
 
 def test_merged_streams_are_kept_once():
@@ -403,4 +402,5 @@ def test_a_formula_is_one_svg_named_by_its_tex():
     svg = formula_svg("x_i^2", inline=True)
     assert svg.startswith("<svg") and 'role="img"' in svg
     assert 'aria-label="x_i^2"' in svg and 'fill="currentColor"' in svg
+    assert "vertical-align: -" in svg  # the baseline on the text's
     assert formula_svg("x_i^2", inline=True) != svg  # no page: ids of its own

@@ -26,8 +26,7 @@ from sphinx import addnodes
 from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-# The text this extension writes into pages, translated from the hand-kept
-# catalog book/locales/<language>/LC_MESSAGES/notebooks.po.
+# The note's text, translated in the hand-kept book/locales/*/LC_MESSAGES/notebooks.po.
 CATALOG = "notebooks"
 _ = get_translation(CATALOG)
 
@@ -36,15 +35,11 @@ ARCHIVE = "attention-book-code-{release}.zip"
 
 
 def restore_outputs(notebook, cache_path: str):
-    """The notebook with its cached outputs (if any), glue records dropped."""
+    """The notebook with its outputs from the execution cache, if it has them."""
     try:
-        _, merged = get_cache(cache_path).merge_match_into_notebook(notebook)
+        return get_cache(cache_path).merge_match_into_notebook(notebook)[1]
     except KeyError:  # not in the cache: the page was not executed
         return notebook
-    for cell in merged.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if not _is_glue_record(o)]
-    return merged
 
 
 def _is_glue_record(output) -> bool:
@@ -105,7 +100,8 @@ def _offer_download(app, doctree) -> None:
         notebook = restore_outputs(notebook, app.config.nb_execution_cache_path)
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cell.outputs = drop_merged_streams(cell.outputs)
+            kept = [o for o in cell.outputs if not _is_glue_record(o)]
+            cell.outputs = drop_merged_streams(kept)
     if app.config.language not in (None, "", "en"):
         notebook = translate_notebook(notebook, page_catalog(app, docname))
     path.write_text(nbformat.writes(notebook), encoding="utf-8")

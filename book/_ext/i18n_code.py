@@ -43,13 +43,7 @@ class Comment:
     trailing: bool
 
 
-def _split_marker(token: str) -> tuple[str, str]:
-    hashes = len(token) - len(token.lstrip("#"))
-    rest = token[hashes:]
-    blank = " " if rest.startswith(" ") else ""
-    return token[:hashes] + blank, rest[len(blank) :].rstrip()
-
-
+_MARKER = re.compile(r"(#+ ?)(.*)")  # "# ", then the text
 _SHAPE = re.compile(r"\([^()]*\)")  # "(b, T, d_out)": the same in any language
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
@@ -77,7 +71,8 @@ def find_comments(code: str) -> list[Comment]:
         if tok.type != tokenize.COMMENT:
             continue
         row, col = tok.start
-        marker, text = _split_marker(tok.string)
+        marker, text = _MARKER.match(tok.string).groups()
+        text = text.rstrip()
         trailing = bool(lines[row - 1][:col].strip())
         prev = found[-1] if found else None
         if (

@@ -7,12 +7,6 @@ this deletes what no page loads (pydata-sphinx-theme 0.20's source maps,
 (``fa-solid-900.woff2``, 115 KB) to the ``fa-*`` icons that the pages and
 the theme's scripts name (about 2 KB, with fontTools), and drops the other
 1,900 icons' rules (65 KB) from the theme's stylesheet.
-
->>> css = '.fa-bars,.fa-navicon{--fa:"\\\\f0c9"}.fa-bell{--fa:"\\\\f0f3"}p{x:y}'
->>> sorted(codepoints(css, {"bars"}))
-[61641]
->>> drop_icons(css, {"bars"})
-'.fa-bars,.fa-navicon{--fa:"\\\\f0c9"}p{x:y}'
 """
 
 from __future__ import annotations

@@ -51,17 +51,8 @@ def source_without_docstrings(obj, members: list[str] | None = None):
 
 
 def import_lines(obj, lines: list[str]) -> list[str]:
-    r"""The imports that make ``lines`` (the source of ``obj``) run alone: each
-    global name it reads, from its package when the package exports it.
-
-    >>> from attention import CausalAttention
-    >>> code, _ = source_without_docstrings(CausalAttention)
-    >>> print(*import_lines(CausalAttention, code), sep="\n")
-    import torch
-    from torch import nn
-    from attention import causal_mask
-    from attention.checks import check_attention_args, check_batch
-    """
+    """The imports that make ``lines`` (the source of ``obj``) run alone: each
+    global name it reads, from its package when the package exports it."""
     namespace = vars(inspect.getmodule(inspect.unwrap(obj)))
     tree = ast.parse(textwrap.dedent("\n".join(lines)))
     used = {
@@ -93,11 +84,7 @@ def import_lines(obj, lines: list[str]) -> list[str]:
 
 
 def code_without_comments(lines: list[str]) -> list[str]:
-    r"""Each line without its comment (found by ``tokenize``) and outer blanks.
-
-    >>> code_without_comments(['s = "it\'s #1"  # a comment', "# only"])
-    ['s = "it\'s #1"', '']
-    """
+    """Each line without its comment (found by ``tokenize``) and outer blanks."""
     stripped = list(lines)
     source = "\n".join(lines) + "\n"
     for token in tokenize.generate_tokens(io.StringIO(source).readline):

@@ -8,9 +8,6 @@ the English one is deleted, and the pages' links point one folder up, still
 relative (``file://``, a static host, ``make serve``). A file stays when no
 page links it (a script may build its path) or when another kept file (a
 stylesheet's ``url()``) names it: only pages are rewritten.
-
->>> rewrite('<img src="../_images/a.png"><a href="x.html">', {"_images/a.png"}, 1)
-'<img src="../../_images/a.png"><a href="x.html">'
 """
 
 from __future__ import annotations

@@ -18,13 +18,7 @@ ROOT_LANGUAGE = "en"
 
 
 def other_edition_url(pagename: str, here: str, there: str, suffix: str) -> str:
-    """Relative URL from ``pagename`` of edition ``here`` to it in ``there``.
-
-    >>> other_edition_url("chapter3/summary", "en", "zh_CN", ".html")
-    '../zh_CN/chapter3/summary.html'
-    >>> other_edition_url("index", "zh_CN", "en", ".html")
-    '../index.html'
-    """
+    """Relative URL from ``pagename`` of edition ``here`` to it in ``there``."""
     up = pagename.count("/") + (here != ROOT_LANGUAGE)
     prefix = "" if there == ROOT_LANGUAGE else f"{there}/"
     return "../" * up + prefix + pagename + suffix
