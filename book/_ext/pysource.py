@@ -17,6 +17,7 @@ import importlib
 import inspect
 import io
 import pkgutil
+import re
 import textwrap
 import tokenize
 from pathlib import Path
@@ -25,6 +26,9 @@ from docutils import nodes
 from docutils.parsers.rst import directives
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util.docutils import SphinxDirective
+
+CHECK = re.compile(r"check_\w*")  # the package's validators
+SELF_STORE = re.compile(r"self\.(\w+) = \1")  # an argument kept under its name
 
 
 def source_without_docstrings(obj, members: list[str] | None = None):
@@ -100,22 +104,14 @@ def bookkeeping_lines(lines: list[str]) -> set[int]:
     tree = ast.parse(textwrap.dedent("\n".join(lines)))
     found: set[int] = set()
     for node in ast.walk(tree):
-        check = (
-            isinstance(node, ast.Expr)
-            and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name)
-            and node.value.func.id.startswith("check_")
+        call = node.value if isinstance(node, ast.Expr) else None
+        is_check = isinstance(call, ast.Call) and CHECK.fullmatch(
+            ast.unparse(call.func)
         )
-        store = (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Attribute)
-            and isinstance(node.targets[0].value, ast.Name)
-            and node.targets[0].value.id == "self"
-            and isinstance(node.value, ast.Name)
-            and node.value.id == node.targets[0].attr
+        is_store = isinstance(node, ast.Assign) and SELF_STORE.fullmatch(
+            ast.unparse(node)
         )
-        if check or store:
+        if is_check or is_store:
             found.update(range(node.lineno - 1, node.end_lineno))
         if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.body:
             found.update(range(node.lineno - 1, node.body[0].lineno - 1))

@@ -45,12 +45,12 @@ def share(site: Path, edition: str) -> int:
         for m in LINK.finditer(html):
             linked.add(posixpath.normpath(posixpath.join(here, m[2])))
     shared = {
-        path.relative_to(root).as_posix()
-        for folder in FOLDERS
-        for path in (root / folder).rglob("*")
-        if path.relative_to(root).as_posix() in linked
-        and (site / path.relative_to(root)).is_file()
-        and filecmp.cmp(path, site / path.relative_to(root), shallow=False)
+        path
+        for path in linked
+        if path.split("/")[0] in FOLDERS
+        and (root / path).is_file()
+        and (site / path).is_file()
+        and filecmp.cmp(root / path, site / path, shallow=False)
     }
     kept_text = [
         path.read_text("utf-8", errors="ignore")
@@ -65,9 +65,8 @@ def share(site: Path, edition: str) -> int:
     for page, html in pages.items():
         depth = len(page.relative_to(root).parts) - 1
         page.write_text(rewrite(html, shared, depth), "utf-8")
-    saved = 0
+    saved = sum((root / name).stat().st_size for name in shared)
     for name in shared:
-        saved += (root / name).stat().st_size
         (root / name).unlink()
     return saved
 
