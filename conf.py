@@ -1,8 +1,7 @@
-"""Sphinx configuration for the book. The Makefile runs ``sphinx-build -c . book ...``.
+"""Sphinx configuration for the book (the Makefile runs ``sphinx-build -c . book``).
 
 Settings only: what the book does beyond Sphinx and its extensions lives in
-``book/_ext``, one module per job (see the README's "How the repository is
-laid out").
+``book/_ext``, one module a job (the README's map).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))  # the book's own extensions
 project = "Coding Attention Mechanisms"
 author = "The attention-book authors"
 copyright = "2026, the attention-book authors"
-# The package's version: in the names of the wheel and the code archive.
+# The package's version, in the names of the wheel and the code archive.
 release = version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
     "version"
 ]
@@ -48,24 +47,13 @@ extensions = [
 ]
 pysource_root = package_cache_root = str(ROOT)
 
-exclude_patterns = [
-    "_build",
-    "**/_build",
-    "_ext",
-    "_static",
-    "_templates",
-    "locales",
-    ".venv",
-    "**.ipynb_checkpoints",
-]
-root_doc = "index"
+exclude_patterns = ["_build", "**/_build", "locales", "**.ipynb_checkpoints"]
 
 # -- MyST and execution -------------------------------------------------------
 myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
-# "cache": a page's cells run when Sphinx reads the page and the cache (kept
-# for one package digest: book/_ext/package_cache.py) has no outputs for
-# exactly these cells.
+# A page's cells run when the cache (one per package digest: package_cache.py)
+# has no outputs for exactly these cells.
 nb_execution_mode = "cache"
 nb_execution_raise_on_error = True  # a failing cell fails the build
 nb_execution_timeout = 300
@@ -73,16 +61,14 @@ nb_merge_streams = True
 nb_execution_show_tb = True
 
 # -- 简体中文 edition (i18n) -----------------------------------------------------
-# `make html` also builds `-D language=zh_CN` into _build/html/zh_CN; the
-# Makefile's line for it sets that edition's words (title, toggle texts,
-# search box) with -D. `make update-po` refreshes the catalogs:
-# book/locales/zh_CN/LC_MESSAGES/<page>.po, one per page. Code comments are
-# messages of their own (i18n_code.py).
+# `make html` also builds `-D language=zh_CN` into _build/html/zh_CN, its words
+# (title, toggle texts, search box) set with -D on the Makefile's line.
+# `make update-po` refreshes book/locales/zh_CN/LC_MESSAGES/<page>.po.
 locale_dirs = ["locales/"]  # relative to book/
 gettext_compact = False  # one catalog per page, not per folder
 gettext_location = False  # no line numbers in the catalogs: no churn on edits
-# The Chinese search (language zh_CN searches as "zh") segments with jieba;
-# the book's terms are whole words there. The English search ignores it.
+# The Chinese search segments with jieba, the book's terms as whole words
+# (the English search ignores it).
 html_search_options = {"dict": str(ROOT / "book/locales/zh_CN/search-terms.txt")}
 
 # -- API reference ------------------------------------------------------------
@@ -90,7 +76,6 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 autodoc_default_options = {"members": False}
 autodoc_inherit_docstrings = False
-napoleon_google_docstring = True
 napoleon_numpy_docstring = False
 napoleon_custom_sections = [("Shape", "params_style")]
 # torch is not documented here (no network for intersphinx): don't demand links.
@@ -102,8 +87,8 @@ nitpick_ignore_regex = [
 ]
 
 # -- Exercises ------------------------------------------------------------------
-# A solution follows its exercise; its title is "Solution", with no link to
-# the exercise (a link there swallowed the click that opens the solution).
+# A solution follows its exercise, titled "Solution" with no link to it (a
+# link swallowed the click that opens the solution).
 exercise_style = "solution_follow_exercise"
 
 # -- HTML ----------------------------------------------------------------------
@@ -120,20 +105,17 @@ html_theme_options = {
     # The language switch (site_language.py) before the theme's buttons.
     "article_header_end": ["language-switch.html", "article-header-buttons.html"],
 }
-# The book's templates come first, before the themes' components of the same
-# name. The themes' labels are translated by book/locales/<lang>/LC_MESSAGES/
-# sphinx.po; the search box's text is a theme option (-D on the zh line).
+# Before the themes' components of the same name. The themes' labels are
+# translated in book/locales/<lang>/LC_MESSAGES/sphinx.po.
 templates_path = ["book/_templates"]
 # A named default: with none, the theme logs a console error on a first visit.
 html_context = {"default_mode": "auto"}
-# Formulas are drawn as SVG when pages are written (book/_ext/svgmath.py): no
-# MathJax, no math fonts, nothing loaded from the network.
+# Formulas are SVG drawn at build time (svgmath.py): no MathJax, no network.
 html_static_path = ["book/_static"]
 html_math_renderer = "svgmath"
 html_css_files = ["book.css", "i18n.css"]
 # Wide code blocks take the keyboard focus even when they appear later.
 html_js_files = ["focusable-scroll.js"]
-html_last_updated_fmt = None
 copybutton_exclude = ".linenos, .gp, .go"
 copybutton_prompt_text = r">>> |\.\.\. "
 copybutton_prompt_is_regexp = True

@@ -8,7 +8,10 @@ transforms are tested without building the book.
 from __future__ import annotations
 
 import inspect
+import io
+import os
 import re
+import shutil
 import zipfile
 from html import unescape
 from pathlib import Path
@@ -16,43 +19,72 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-from balanced_read import balanced_order, chunk_sizes, estimated_cost
+from balanced_read import balanced_order, estimated_cost
+from book_pdf import _share_html_handlers
 from downloads import drop_merged_streams, write_archive
+from lean_static import lean
 from notebook_i18n import translate_markdown
 from package_cache import _cache_per_package_digest, imports_package, package_digest
-from pysource import changed_lines
+from pysource import changed_lines, code_without_comments, import_lines, package_source
+from share_assets import share
 from site_language import _chinese_search, other_edition_url
 from sphinx.search import IndexBuilder
 from sphinx.search.zh import SearchChinese
+from sphinx.testing.util import SphinxTestApp
 from sphinx.util.parallel import make_chunks
 from sphinx_exercise.post_transforms import ResolveTitlesInExercises
+from svgmath import formula_svg
 from variants_api import _public_name
 
 import attention
 
-pytest_plugins = ("sphinx.testing.fixtures",)
 ROOT = Path(__file__).resolve().parents[1]
+TEST_BOOK = Path(__file__).parent / "roots" / "test-book"
 
 
-def _edition(name: str, **overrides):
-    """Build the test book once per edition; later tests reuse the build."""
-    sphinx = pytest.mark.sphinx("html", testroot="book", confoverrides=overrides)
-    shared = pytest.mark.test_params(shared_result=name)
-    return lambda test: sphinx(shared(test))
+@pytest.fixture(scope="module")
+def editions(tmp_path_factory) -> dict[str, tuple[SphinxTestApp, str]]:
+    """Both editions of the test book, built once for the module's tests, one
+    after the other (two live apps register docutils' nodes twice), each with
+    the folder live_widgets named in the environment for the kernels.
+
+    The Chinese edition leaves out the API page (autodoc of every class is
+    slow) and searches as English: jieba would load its dictionary for
+    seconds (the Chinese search's one fix is tested on its own below).
+    """
+    before = os.environ.get("ATTENTION_LIVE_DIR")
+    zh = {"language": "zh_CN", "html_search_language": "en"}
+    zh["exclude_patterns"] = ["_build", "api.md"]
+    built = {}
+    for name, overrides in {"en": {}, "zh": zh}.items():
+        srcdir = tmp_path_factory.mktemp(name) / "book"
+        shutil.copytree(TEST_BOOK, srcdir)
+        app = SphinxTestApp(
+            "html", srcdir=srcdir, confoverrides=overrides, status=io.StringIO()
+        )
+        try:
+            app.build()
+        finally:
+            app.cleanup()
+        built[name] = (app, os.environ["ATTENTION_LIVE_DIR"])
+    yield built
+    if before is None:  # the tests that run after this module must not see it
+        os.environ.pop("ATTENTION_LIVE_DIR", None)
+    else:
+        os.environ["ATTENTION_LIVE_DIR"] = before
 
 
-# The Chinese build leaves out the API page: autodoc of every class is slow.
-EN = _edition("en")
-ZH = _edition("zh", language="zh_CN", exclude_patterns=["_build", "api.md"])
+@pytest.fixture
+def en(editions) -> SphinxTestApp:
+    return editions["en"][0]
 
 
-@pytest.fixture(scope="session")
-def rootdir() -> Path:
-    return Path(__file__).parent / "roots"
+@pytest.fixture
+def zh(editions) -> SphinxTestApp:
+    return editions["zh"][0]
 
 
 def _page(app, name: str = "index") -> str:
-    app.build()
     return (Path(app.outdir) / f"{name}.html").read_text(encoding="utf-8")
 
 
@@ -60,24 +92,22 @@ def _text(html: str) -> str:
     return unescape(re.sub(r"<[^>]+>", "", html))
 
 
-@EN
-def test_the_book_builds_without_a_warning(app):
-    app.build()
-    assert app.warning.getvalue() == ""
+def test_both_editions_build_without_a_warning(en, zh):
+    assert en.warning.getvalue() == ""
+    assert zh.warning.getvalue() == ""  # i18n_code warns when a comment is dropped
 
 
-@EN
-def test_pysource_shows_the_listing_with_its_imports_and_highlights(app):
-    html = _page(app)
+def test_pysource_shows_the_listing_with_its_imports_and_highlights(en):
+    html = _page(en)
     assert "Listing 3.3" in html and "highlighted: new since" in html
     assert html.count('<span class="hll">') >= 2  # the mask, and its use
     code = _text(html[html.index("<pre>", html.index("pysource-listing")) :])
     assert code.index("import causal_mask") < code.index("class CausalAttention")
+    assert '"""' not in code  # no docstrings
 
 
-@EN
-def test_exercise_titles_lose_the_parentheses(app):
-    html = _page(app)
+def test_exercise_titles_lose_the_parentheses(en):
+    html = _page(en)
     assert "Exercise 3.1: Compare the classes" in html and "(3.1:" not in html
 
 
@@ -88,18 +118,16 @@ def test_sphinx_exercise_still_puts_the_title_in_parentheses():
     assert 'Text(" (")' in source and 'Text(")")' in source
 
 
-@EN
-def test_the_install_command_and_the_files_of_the_book_code(app):
-    html = _page(app)
+def test_the_install_command_and_the_files_of_the_book_code(en):
+    html = _page(en)
     assert 'pip install "attention-0.0.test-py3-none-any.whl[notebooks]"' in _text(html)
     assert "_downloads/" in html and 'href="attention-book-code-0.0.test.zip"' in html
 
 
-@EN
-def test_a_notebook_page_offers_its_download_and_the_archive_holds_it(app):
-    html = _page(app, "notebook")
+def test_a_notebook_page_offers_its_download_and_the_archive_holds_it(en):
+    html = _page(en, "notebook")
     assert "Run this page yourself" in html and "notebook.ipynb" in html
-    archive = Path(app.outdir) / "attention-book-code-0.0.test.zip"
+    archive = Path(en.outdir) / "attention-book-code-0.0.test.zip"
     with zipfile.ZipFile(archive) as files:
         assert sorted(files.namelist()) == [
             "attention-0.0.test-py3-none-any.whl",
@@ -107,37 +135,50 @@ def test_a_notebook_page_offers_its_download_and_the_archive_holds_it(app):
         ]
 
 
-@EN
-def test_a_page_that_imports_the_package_depends_on_its_files(app):
-    app.build()
+def test_a_page_that_imports_the_package_depends_on_its_files(en):
     assert str(ROOT / "attention" / "causal.py") in map(
-        str, app.env.dependencies["notebook"]
+        str, en.env.dependencies["notebook"]
     )
-    stamp = Path(app.config.nb_execution_cache_path) / "package-digest.txt"
+    stamp = Path(en.config.nb_execution_cache_path) / "package-digest.txt"
     assert stamp.read_text() == package_digest(ROOT)
 
 
-@EN
-def test_every_registry_entry_gets_an_api_entry(app):
-    html = _page(app, "api")
+def test_every_registry_entry_gets_an_api_entry(en):
+    html = _page(en, "api")
     for name, cls in attention.VARIANTS.items():
         assert f"<span class=\"pre\">'{name}'</span>" in html, name
         assert f'id="{_public_name(attention, cls)}"' in html, name  # autoclass
 
 
-@ZH
-def test_a_translated_comment_keeps_the_code(app):
-    html = _page(app)
+def test_formulas_are_svg_and_each_glyph_is_drawn_once_a_page(en):
+    html = _page(en)
+    assert "\\(" not in html and "$$" not in html  # no TeX left for a script
+    assert 'aria-label="x_i^2"' in html and 'aria-label="x_i^2 + y"' in html
+    symbols = re.findall(r'<symbol id="([^"]+)"', html)
+    assert symbols and len(symbols) == len(set(symbols))  # x and i: once each
+    assert all(f'href="#{s}"' in html for s in symbols)
+
+
+def test_a_page_with_a_live_widget_gets_its_weights_and_scripts(en, editions):
+    html = _page(en, "notebook")
+    static = Path(en.outdir) / "_static" / "attention-live"
+    assert (static / "demo.json").read_text() == '{"w": [1]}'
+    assert (static / "demo.js").read_text().startswith("(window.attentionLiveData")
+    assert "attention-live/demo.js" in html and "attention-live.js" in html
+    assert "attention-live.js" not in _page(en)  # only the page with a widget
+    assert editions["en"][1] == str(static.parents[2] / "attention-live")
+
+
+def test_a_translated_comment_keeps_the_code(zh):
+    html = _page(zh)
     assert "一条要翻译的注释" in html and "One comment" not in html
     assert "练习 3.1：比较这些类" in html or "3.1：比较这些类" in html
 
 
-@ZH
-def test_the_translated_edition_downloads_a_translated_notebook(app):
-    app.build()
-    saved = Path(app.env.mystnb_config.output_folder) / "notebook.ipynb"
+def test_the_translated_edition_downloads_a_translated_notebook(zh):
+    saved = Path(zh.env.mystnb_config.output_folder) / "notebook.ipynb"
     cells = nbformat.read(saved, as_version=4).cells
-    assert cells[0].source == "# A notebook\n\n一些文字。"
+    assert cells[0].source.startswith("# A notebook\n\n一些文字。\n")
     assert cells[1].source == "import attention  # 导入配套包"
 
 
@@ -164,6 +205,9 @@ def test_markdown_cells_are_translated_piece_by_piece():
         "Inside.", "里面。"
     ).replace("| a |", "| 甲 |")
     assert translate_markdown(text, lambda message: None) == text
+    yaml = "```{note}\n---\nclass: tip\n---\nInside.\n```\n"  # options as YAML
+    table = {"Inside.": "里面。", "class: tip": "NO"}
+    assert translate_markdown(yaml, table.get) == yaml.replace("Inside.", "里面。")
 
 
 def test_merged_streams_are_kept_once():
@@ -215,6 +259,33 @@ def test_the_code_archive_is_the_same_bytes_each_time(tmp_path):
     assert first.read_bytes() == second.read_bytes()
 
 
+def test_pysource_adds_the_imports_a_listing_needs_to_run():
+    from attention import CausalAttention
+
+    code = ["class CausalAttention(nn.Module):", "    x = torch.ones(causal_mask(2))"]
+    assert import_lines(CausalAttention, code) == [
+        "import torch",
+        "from torch import nn",
+        "from attention import causal_mask",  # the package's public name
+    ]
+
+
+def test_viewcode_reads_the_package_source_without_importing_it():
+    app = SimpleNamespace(config=SimpleNamespace(pysource_root=str(ROOT)))
+    code, tags = package_source(app, "attention.causal")
+    assert (
+        code == (ROOT / "attention/causal.py").read_text() and "CausalAttention" in tags
+    )
+    assert package_source(app, "torch.nn") is None  # left to viewcode
+
+
+def test_pysource_finds_comments_with_the_tokenizer():
+    assert code_without_comments(['s = "it\'s #1"  # a comment', "# only"]) == [
+        's = "it\'s #1"',
+        "",
+    ]
+
+
 def test_pysource_highlights_computation_not_comments_checks_or_headers():
     old = [
         "class A:",
@@ -255,13 +326,6 @@ def test_the_chinese_search_names_a_stemmer_that_exists():
     assert _stemmer_line(SearchChinese) == "window.Stemmer = ChineseStemmer;"
 
 
-def test_the_chunks_are_cut_as_the_installed_sphinx_cuts_them():
-    for nproc in (2, 3):
-        for count in range(1, 60):
-            expected = [len(c) for c in make_chunks(list(range(count)), nproc)]
-            assert chunk_sizes(count, nproc) == expected, (count, nproc)
-
-
 def test_the_book_is_dealt_into_chunks_of_about_equal_cost():
     pages = sorted((ROOT / "book").glob("[!_]*/**/*.md")) + [ROOT / "book/index.md"]
     costs = {
@@ -277,3 +341,60 @@ def test_the_book_is_dealt_into_chunks_of_about_equal_cost():
     assert max(first, second) / min(first, second) < 1.15, chunks
     later = [costs[name] for chunk in chunks[2:] for name in chunk]
     assert all(cost <= min(costs.values()) for cost in later), chunks
+
+
+def test_the_chinese_edition_loads_the_english_copy_of_identical_assets(tmp_path):
+    site, zh = tmp_path, tmp_path / "zh_CN"
+    files = {"same.css": "a", "other.png": "en", "unlinked.js": "a", "named.png": "a"}
+    for name, text in files.items():
+        (site / "_static").mkdir(exist_ok=True)
+        (site / "_static" / name).write_text(text)
+        (zh / "_static").mkdir(parents=True, exist_ok=True)
+        (zh / "_static" / name).write_text(text if name != "other.png" else "zh")
+    (zh / "_static" / "kept.css").write_text("url(named.png)")  # names a file
+    links = '<link href="../_static/same.css"><img src="../_static/other.png">'
+    links += '<img src="../_static/named.png"><a href="#top">'
+    (zh / "chapter3").mkdir()
+    (zh / "chapter3" / "page.html").write_text(links)
+    assert share(site, "zh_CN") == 1
+    html = (zh / "chapter3" / "page.html").read_text()
+    assert html == links.replace("../_static/same.css", "../../_static/same.css")
+    left = sorted(p.name for p in (zh / "_static").iterdir())
+    assert left == ["kept.css", "named.png", "other.png", "unlinked.js"]
+
+
+def test_the_theme_static_files_keep_only_what_the_pages_use(tmp_path):
+    import pydata_sphinx_theme
+
+    theme = Path(pydata_sphinx_theme.__file__).parent / "theme/pydata_sphinx_theme"
+    static = tmp_path / "_static"
+    font = static / "vendor/fontawesome/webfonts/fa-solid-900.woff2"
+    css = static / "styles/pydata-sphinx-theme.css"
+    for path in (font, css, css.with_suffix(".css.map")):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(theme / "static" / path.relative_to(static), path)
+    (tmp_path / "index.html").write_text('<i class="fa-solid fa-bars"></i>')
+    size = font.stat().st_size
+    lean(SimpleNamespace(outdir=tmp_path, builder=SimpleNamespace(format="html")), None)
+    assert not list(static.rglob("*.map")) and font.stat().st_size < size / 10
+    rules = css.read_text()
+    assert ".fa-bars" in rules and ".fa-bell{" not in rules
+
+
+def test_the_singlehtml_builder_gets_the_html_node_handlers():
+    handlers = {"html": {"cell": "html's", "exercise": "html's"}}
+    handlers["singlehtml"] = {"exercise": "its own"}
+    app = SimpleNamespace(
+        builder=SimpleNamespace(name="singlehtml"),
+        registry=SimpleNamespace(translation_handlers=handlers),
+    )
+    _share_html_handlers(app)
+    assert handlers["singlehtml"] == {"cell": "html's", "exercise": "its own"}
+
+
+def test_a_formula_is_one_svg_named_by_its_tex():
+    svg = formula_svg("x_i^2", inline=True)
+    assert svg.startswith("<svg") and 'role="img"' in svg
+    assert 'aria-label="x_i^2"' in svg and 'fill="currentColor"' in svg
+    assert "vertical-align: -" in svg  # the baseline on the text's
+    assert formula_svg("x_i^2", inline=True) != svg  # no page: ids of its own

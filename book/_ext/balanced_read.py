@@ -1,22 +1,19 @@
 """``balanced_read``: the pages to read, ordered so that the processes share the work.
 
-With ``-j 2`` Sphinx cuts the list of pages into consecutive chunks and reads
-each chunk in a process of its own, two at a time (:func:`chunk_sizes`).
-Sorted by name, the heaviest notebooks (``beyond/``) fell into the first
-chunk, and one process worked long after the other had finished.
-
-This handler of Sphinx's ``env-before-read-docs`` event (which may reorder
-the list in place) estimates each page's cost from its source and deals the
-pages out so that the chunks read at the same time cost about the same. It
-changes the order only, and does nothing in a serial build.
+With ``-j 2`` Sphinx cuts the list of pages into consecutive chunks
+(``sphinx.util.parallel.make_chunks``) and reads them in two processes at a
+time. Sorted by name, the heaviest notebooks (``beyond/``) fell into one
+chunk, and one process worked long after the other. At
+``env-before-read-docs`` this estimates each page's cost from its source and
+reorders the list so that the chunks read together cost about the same.
 """
 
 from __future__ import annotations
 
 import heapq
-import math
 
 from package_cache import markdown
+from sphinx.util.parallel import make_chunks
 
 # Rough costs in seconds on the 2-core machine; only their ratios matter.
 KERNEL_SECONDS = 4.0  # start a kernel, import torch and matplotlib, shut it down
@@ -49,26 +46,6 @@ def _is_autodoc(info: str, content: str) -> bool:
     )
 
 
-def chunk_sizes(count: int, nproc: int, maxbatch: int = 10) -> list[int]:
-    """The sizes of the chunks Sphinx 9 cuts ``count`` pages into for ``nproc``.
-
-    Sphinx's rule (``sphinx.util.parallel``), written out here rather than
-    imported from Sphinx's internals: ``count // nproc`` pages a chunk, or
-    ``sqrt(count / nproc * maxbatch)`` once that reaches ``maxbatch``, and
-    the rest in a last chunk. ``tests/test_book_ext.py`` compares it
-    with the installed Sphinx.
-
-    >>> chunk_sizes(17, 2)
-    [8, 8, 1]
-    """
-    size = count // nproc
-    if size >= maxbatch:
-        size = int(math.sqrt(count / nproc * maxbatch))
-    size = max(size, 1)
-    full, rest = divmod(count, size)
-    return [size] * full + ([rest] if rest else [])
-
-
 def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
     """The pages in an order whose chunks (as Sphinx cuts them) cost alike.
 
@@ -80,7 +57,7 @@ def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
     ['a', 'd', 'c', 'b', 'e']
     """
     names = sorted(costs, key=lambda name: (-costs[name], name))
-    sizes = chunk_sizes(len(names), nproc)
+    sizes = [len(chunk) for chunk in make_chunks(names, nproc)]
     first, later = sizes[:nproc], sizes[nproc:]
     cut = len(names) - sum(later)
     chunks: list[list[str]] = [[] for _ in first]

@@ -1,32 +1,24 @@
 """Print the book to one PDF: ``book_pdf.py <singlehtml> <pdf> <cjk font>``.
 
 ``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
-page in reading order on one HTML page, the same execution cache, figures
-numbered with ``numfig``), then this script prints that page with the
-Chromium the browser tests use, through playwright's ``page.pdf``:
-``outline=True`` turns the headings into PDF bookmarks, ``tagged=True``
-writes the structure they need, and the running header is the book's title
-(the page's ``<title>``, so it is Chinese in the Chinese edition). Before it
-prints, every solution and hidden cell is opened: a printed book has no
-buttons to click.
+page in reading order, numbered figures, the same execution cache); this
+prints it with the tests' Chromium through playwright's ``page.pdf``, every
+solution and hidden cell opened, headings as bookmarks, the book's title as
+the running header. Not LaTeX: xelatex with xeCJK needs 400-640 MB of TeX,
+while Chromium is installed and the formulas are already SVG (``svgmath``).
 
-It is also a Sphinx extension (in ``conf.py``) for one repair: sphinx-exercise
-registers its nodes for the ``singlehtml`` builder by name, and once a
-builder's name has any node handlers Sphinx stops looking under its format
-(``html``), so myst-nb's and the book's html-only nodes fail to write. At
+As a Sphinx extension it repairs one thing: sphinx-exercise registers nodes
+for the ``singlehtml`` builder by name, and then Sphinx stops looking under
+its format (``html``), so myst-nb's and the book's html-only nodes fail. At
 ``builder-inited`` the singlehtml builder gets every html handler it lacks
 (through ``app.registry``: Sphinx has no public call to list them).
-
-Why a browser and not Sphinx's LaTeX builder: xelatex with xeCJK needs about
-400-640 MB of TeX; Chromium is already installed for the tests, the formulas
-are already SVG (``svgmath``), and the PDF shows the site's own typesetting.
 """
 
 from __future__ import annotations
 
-import argparse
 import html
 import re
+import sys
 from pathlib import Path
 
 import pikepdf
@@ -60,30 +52,27 @@ def print_book(single: Path, pdf: Path, font: Path) -> int:
     """Print ``single/index.html`` to ``pdf``; returns the PDF's size in bytes."""
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        try:
-            page = browser.new_page()
-            page.route("**/*", _local_only)
-            page.goto((single / "index.html").resolve().as_uri(), wait_until="load")
-            page.evaluate(OPEN_EVERYTHING)
-            page.evaluate("document.fonts.ready.then(() => true)")
-            page.emulate_media(media="print")
-            headings = page.evaluate(HEADINGS)
-            title = html.escape(page.title())
-            page.pdf(
-                path=pdf,
-                format="A4",
-                margin=MARGINS,
-                print_background=True,
-                display_header_footer=True,
-                header_template=f'<div style="{SMALL} text-align: left">{title}</div>',
-                footer_template=f'<div style="{SMALL} text-align: center">'
-                '<span class="pageNumber"></span> / <span class="totalPages"></span>'
-                "</div>",
-                outline=True,
-                tagged=True,
-            )
-        finally:
-            browser.close()
+        page = browser.new_page()
+        page.route("**/*", _local_only)
+        page.goto((single / "index.html").resolve().as_uri(), wait_until="load")
+        page.evaluate(OPEN_EVERYTHING)
+        page.evaluate("document.fonts.ready.then(() => true)")
+        page.emulate_media(media="print")
+        headings = page.evaluate(HEADINGS)
+        title = html.escape(page.title())
+        page.pdf(
+            path=pdf,
+            format="A4",
+            margin=MARGINS,
+            print_background=True,
+            display_header_footer=True,
+            header_template=f'<div style="{SMALL} text-align: left">{title}</div>',
+            footer_template=f'<div style="{SMALL} text-align: center">'
+            '<span class="pageNumber"></span> / <span class="totalPages"></span>'
+            "</div>",
+            outline=True,
+            tagged=True,
+        )
     finish(pdf, headings, radical_fixes(font))
     return pdf.stat().st_size
 
@@ -101,12 +90,9 @@ BFCHAR = re.compile(rb"<([0-9A-F]+)> <([0-9A-F]{4})>")
 
 
 def radical_fixes(font: Path) -> dict[int, int]:
-    """Radical -> the ideograph drawn by the same glyph of ``font``.
-
-    Noto Sans CJK draws 一 (U+4E00) and the radical ⼀ (U+2F00) with one glyph;
-    Chromium's PDF maps each glyph to its lowest code point, so the text of
-    the PDF (search, copy) would say ⼀, ⻓, ⾯ where the page says 一, 长, 面.
-    """
+    """Radical -> the ideograph drawn by the same glyph of ``font``: Chromium's
+    PDF maps a glyph to its lowest code point, so its text (search, copy)
+    would say ⼀ (U+2F00) where the page says 一 (U+4E00)."""
     faces = TTCollection(font, lazy=True).fonts if font.suffix == ".ttc" else []
     simplified = [f for f in faces if "SC" in f["name"].getDebugName(1)]
     face = (simplified or faces or [TTFont(font, lazy=True)])[0]  # the zh edition's
@@ -134,13 +120,9 @@ def _fix_text(book: pikepdf.Pdf, fixes: dict[int, int]) -> None:
 
 
 def finish(pdf: Path, headings: list[str], fixes: dict[int, int]) -> None:
-    """Bookmarks titled as the headings; the file compacted.
-
-    Chromium needs ``tagged=True`` to make bookmarks, and its structure tree
-    of 60,000 objects, written uncompressed, is half of the file. The
-    bookmarks stand on their own once made: the tree goes, and qpdf (through
-    pikepdf) packs the rest into object streams (14.6 MB -> about 5 MB).
-    """
+    """Bookmarks titled as the headings; the file compacted: Chromium makes
+    bookmarks only with ``tagged=True``, whose structure tree is half the
+    file; they need it no more, and qpdf packs the rest (14.6 -> 5 MB)."""
     with pikepdf.open(pdf, allow_overwriting_input=True) as book:
         with book.open_outline() as outline:
             items = list(_outline(outline.root))
@@ -180,15 +162,6 @@ def setup(app):
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("singlehtml", type=Path, help="a singlehtml build's folder")
-    parser.add_argument("pdf", type=Path, help="the PDF to write")
-    parser.add_argument("cjk_font", type=Path, help="the CJK font Chromium uses")
-    args = parser.parse_args(argv)
-    size = print_book(args.singlehtml, args.pdf, args.cjk_font)
-    print(f"{args.pdf}: {size / 1e6:.1f} MB")
-
-
 if __name__ == "__main__":
-    main()
+    single, pdf, font = map(Path, sys.argv[1:])
+    print(f"{pdf}: {print_book(single, pdf, font) / 1e6:.1f} MB")

@@ -1,22 +1,15 @@
 """``downloads``: every page's notebook for the reader, and the book's code.
 
-myst-nb saves the notebook of each page it reads (``jupyter_execute/
-<page>.ipynb``). At ``doctree-read`` this extension makes it the reader's
-download, one function a step:
-
-a. :func:`restore_outputs`: put back the outputs from the execution cache
-   (myst-nb 1.4 saves the notebook it read, without outputs, in cache mode)
-   and drop the ``glue`` records myst-nb takes out of the page;
-b. :func:`drop_merged_streams`: keep each printed text once;
-c. in a translated edition, ``notebook_i18n`` translates its text;
-d. a note under the page's title: the notebook, the package's wheel, and the
-   one command that installs the wheel with its ``notebooks`` extra.
-
-At ``build-finished``, every page's notebook and the wheel go into one zip
-at the root of the edition (:data:`ARCHIVE`); the front page links it with
-the ``book-file`` role and shows the install command with the
-``install-command`` directive. ``make html`` builds the wheel and sdist into
-``<build>/dist`` (next to the doctrees) before Sphinx runs.
+At ``doctree-read``, the notebook myst-nb saved for the page (``jupyter_execute/
+<page>.ipynb``) becomes the reader's download: its outputs restored from the
+execution cache (in cache mode myst-nb saves it without them), ``glue``
+records and merged streams dropped, its text translated in a translated
+edition (``notebook_i18n``), and a note under the page's title links it with
+the package's wheel and the command that installs both. At
+``build-finished`` every notebook and the wheel go into one zip
+(:data:`ARCHIVE`), which the front page links with the ``book-file`` role
+beside the ``install-command`` directive. ``make html`` builds the wheel and
+sdist into ``<build>/dist`` first.
 """
 
 from __future__ import annotations
@@ -33,8 +26,7 @@ from sphinx import addnodes
 from sphinx.locale import get_translation
 from sphinx.util.docutils import SphinxDirective, SphinxRole
 
-# The text this extension writes into pages, translated from the hand-kept
-# catalog book/locales/<language>/LC_MESSAGES/notebooks.po.
+# The note's text, translated in the hand-kept book/locales/*/LC_MESSAGES/notebooks.po.
 CATALOG = "notebooks"
 _ = get_translation(CATALOG)
 
@@ -43,24 +35,16 @@ ARCHIVE = "attention-book-code-{release}.zip"
 
 
 def restore_outputs(notebook, cache_path: str):
-    """The notebook with its outputs from the execution cache, glue records dropped.
-
-    Returns the notebook unchanged when the cache has no record of it.
-    """
+    """The notebook with its outputs from the execution cache, if it has them."""
     try:
-        _, merged = get_cache(cache_path).merge_match_into_notebook(notebook)
+        return get_cache(cache_path).merge_match_into_notebook(notebook)[1]
     except KeyError:  # not in the cache: the page was not executed
         return notebook
-    for cell in merged.cells:
-        if cell.cell_type == "code":
-            cell.outputs = [o for o in cell.outputs if not _is_glue_record(o)]
-    return merged
 
 
 def _is_glue_record(output) -> bool:
-    """An output ``myst_nb.glue`` stored under a prefixed MIME type."""
-    scrapbook = output.get("metadata", {}).get("scrapbook", {})
-    return bool(scrapbook.get("mime_prefix"))
+    """An output that ``myst_nb.glue`` stored under a prefixed MIME type."""
+    return bool(output.get("metadata", {}).get("scrapbook", {}).get("mime_prefix"))
 
 
 def _stripped(text: str) -> str:
@@ -68,19 +52,8 @@ def _stripped(text: str) -> str:
 
 
 def drop_merged_streams(outputs: list) -> list:
-    """The outputs without the stream outputs their stream's first one holds.
-
-    myst-nb's ``nb_merge_streams`` joins a cell's stream outputs into the
-    first one but leaves the others in the saved notebook, so a download
-    would print their text twice. Outputs the first does not hold are kept.
-
-    >>> out = lambda text: {"output_type": "stream", "name": "stdout", "text": text}
-    >>> merged = [out("a\\nb\\n"), out("b\\n")]  # what myst-nb leaves behind
-    >>> [o["text"] for o in drop_merged_streams(merged)]
-    ['a\\nb\\n']
-    >>> [o["text"] for o in drop_merged_streams([out("a\\n"), out("b\\n")])]
-    ['a\\n', 'b\\n']
-    """
+    """The outputs without the streams that their stream's first output holds:
+    ``nb_merge_streams`` merges them into it but leaves them in the notebook."""
     streams: dict[str, list] = {}
     for output in outputs:
         if output["output_type"] == "stream":
@@ -94,12 +67,8 @@ def drop_merged_streams(outputs: list) -> list:
 
 
 def saved_notebook(app, docname: str) -> Path:
-    """Where myst-nb saved the page's notebook in this build.
-
-    myst-nb puts its folder next to the output folder, and no option moves
-    it (MyST-NB issue 129): the Makefile builds a translated edition outside
-    the site, then copies it in.
-    """
+    """Where myst-nb saved the page's notebook: next to the output folder, and
+    no option moves it (MyST-NB issue 129)."""
     return Path(app.env.mystnb_config.output_folder, f"{docname}.ipynb")
 
 
@@ -112,13 +81,10 @@ def dist_files(env) -> dict[str, Path]:
     }
 
 
-def install_command(wheel: Path) -> str:
-    """The one command that installs the downloaded wheel and the notebooks' needs.
-
-    >>> install_command(Path("dist/attention-1.0.0-py3-none-any.whl"))
-    'pip install "attention-1.0.0-py3-none-any.whl[notebooks]"'
-    """
-    return f'pip install "{wheel.name}[notebooks]"'
+def install_block(env) -> nodes.literal_block:
+    """The one command that installs this release's wheel and the notebooks' needs."""
+    command = f'pip install "{dist_files(env)["wheel"].name}[notebooks]"'
+    return nodes.literal_block(command, command, language="sh")
 
 
 def _offer_download(app, doctree) -> None:
@@ -134,7 +100,8 @@ def _offer_download(app, doctree) -> None:
         notebook = restore_outputs(notebook, app.config.nb_execution_cache_path)
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            cell.outputs = drop_merged_streams(cell.outputs)
+            kept = [o for o in cell.outputs if not _is_glue_record(o)]
+            cell.outputs = drop_merged_streams(kept)
     if app.config.language not in (None, "", "en"):
         notebook = translate_notebook(notebook, page_catalog(app, docname))
     path.write_text(nbformat.writes(notebook), encoding="utf-8")
@@ -163,8 +130,7 @@ def download_note(app, docname: str, notebook: Path) -> nodes.admonition:
         _download(app.env, docname, wheel),
         nodes.Text(" " + _("into one folder. In a fresh environment, run:")),
     )
-    command = install_command(wheel)
-    note += nodes.literal_block(command, command, language="sh")
+    note += install_block(app.env)
     more = "Then open the notebook in Jupyter. Every page's notebook and the wheel "
     more += "are also in one file:"
     note += nodes.paragraph("", _(more) + " ", _archive_link(app.env, docname))
@@ -188,9 +154,7 @@ class BookFile(SphinxRole):
             return [_archive_link(self.env, self.env.docname)], []
         files = dist_files(self.env)
         if kind not in files:
-            msg = (
-                f"book-file: expected one of archive, {', '.join(files)}; got {kind!r}"
-            )
+            msg = f"book-file: expected archive, wheel or sdist; got {kind!r}"
             return [], [self.inliner.reporter.error(msg, line=self.lineno)]
         link = _download(self.env, self.env.docname, files[kind])
         self.set_source_info(link)
@@ -201,8 +165,7 @@ class InstallCommand(SphinxDirective):
     """``{install-command}``: the command that installs this release's wheel."""
 
     def run(self):
-        command = install_command(dist_files(self.env)["wheel"])
-        block = nodes.literal_block(command, command, language="sh")
+        block = install_block(self.env)
         self.set_source_info(block)
         return [block]
 

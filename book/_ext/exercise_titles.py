@@ -1,15 +1,11 @@
 """``exercise_titles``: an unnumbered exercise reads "Exercise 3.1: <title>".
 
 The chapter's exercises carry the printed book's numbers in their titles
-(```` ```{exercise-start} 3.1: Compare ... ```` with ``:nonumber:``), and
-sphinx-exercise (1.2) always puts the argument in parentheses: "Exercise
-(3.1: Compare ...)". No option changes that (executablebooks/sphinx-exercise
-issue 57, open; ``tests/test_book_ext.py`` fails when it stops, and then
-:class:`UnwrapExerciseSubtitles` can go). That post-transform runs after
-sphinx-exercise has resolved the title and drops the parentheses.
-
-The title's text is a message of the page's catalog ("练习 3.1：..."), but
-sphinx-exercise keeps it in a node Sphinx does not translate: a hidden
+(``{exercise-start} 3.1: Compare ...`` with ``:nonumber:``), and
+sphinx-exercise 1.2 always wraps them in parentheses: "Exercise (3.1: ...)".
+No option changes that (sphinx-exercise issue 57; ``tests/test_book_ext.py``
+fails when it stops): a post-transform drops them. sphinx-exercise keeps the
+title's text where Sphinx does not translate it, so a hidden
 ``subtitle_message`` beside it carries the translation (``i18n_messages``).
 """
 
@@ -26,13 +22,7 @@ OPEN, CLOSE = " (", ")"
 
 def _unwrap(parent: nodes.Element) -> bool:
     """Turn ``Exercise`` ``" ("`` ... ``")"`` among ``parent``'s children into
-    ``Exercise `` ...; return whether it did.
-
-    >>> title = nodes.title("", "", nodes.Text("Exercise"), nodes.Text(" ("),
-    ...     nodes.Text("3.1: Compare"), nodes.Text(")"))
-    >>> _unwrap(title), title.astext()
-    (True, 'Exercise 3.1: Compare')
-    """
+    ``Exercise `` ...; return whether it did."""
     children = parent.children
     for i, child in enumerate(children[1:], start=1):
         before = children[i - 1]

@@ -1,19 +1,13 @@
 """``i18n_code``: translated code comments, identical code.
 
-Every comment of every shown Python code block (a cell's source, a
-``pysource`` listing, a fenced ``python`` block) is a message of its own in
-the page's catalog; the code around it never is, and outputs are never
-messages. :class:`CommentMessages` (before Sphinx's ``Locale`` transform)
-finds the comments with :mod:`tokenize` and puts one hidden
-:class:`comment_message` per comment after the block;
-:class:`ApplyCommentTranslations` (after ``Locale``) rewrites the block with
-the translations, unless the new code, tokenized again without comments,
-differs from the old: then the block keeps its English comments and the
-build warns.
-
-Consecutive full-line comments at the same column form one message, so a
-translator sees a sentence and decides where its lines break. A comment with
-no letters (``# (6, 3)``) or a tool pragma (``# noqa``) is not a message.
+Each comment of a shown Python block (a cell, a ``pysource`` listing, a
+fenced block; never an output) is a message of the page's catalog, found
+with :mod:`tokenize`; the code is never one. A run of full-line comments at
+one column is one message, so the translator sees a sentence; shapes
+(``# (6, 3)``) and pragmas (``# noqa``) are none. After Sphinx's ``Locale``
+transform the block is rewritten with the translations, unless the code
+without comments would change: then it stays English and the build warns.
+Tests: ``tests/test_i18n_code.py``.
 """
 
 from __future__ import annotations
@@ -38,11 +32,8 @@ PRAGMAS = ("noqa", "type:", "fmt:", "pragma:", "ruff:", "isort:")
 
 @dataclass(frozen=True)
 class Comment:
-    """One message: a trailing comment, or a run of full-line comments.
-
-    ``first`` and ``last`` are 1-based line numbers, ``col`` the column of
-    the ``#``, ``marker`` the hashes and the blank after them (``"# "``).
-    """
+    """A trailing comment or a run of full-line comments: 1-based lines
+    ``first`` to ``last``, the ``#`` at ``col``, ``marker`` such as ``"# "``."""
 
     first: int
     last: int
@@ -52,24 +43,13 @@ class Comment:
     trailing: bool
 
 
-def _split_marker(token: str) -> tuple[str, str]:
-    hashes = len(token) - len(token.lstrip("#"))
-    rest = token[hashes:]
-    blank = " " if rest.startswith(" ") else ""
-    return token[:hashes] + blank, rest[len(blank) :].rstrip()
-
-
+_MARKER = re.compile(r"(#+ ?)(.*)")  # "# ", then the text
 _SHAPE = re.compile(r"\([^()]*\)")  # "(b, T, d_out)": the same in any language
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
 def _is_message(text: str) -> bool:
-    """Whether a comment has words to translate: not a pragma, not only shapes.
-
-    >>> [_is_message(t) for t in ["(b, T, d_in) -> (b, T, d_out)", "2 x (6, 3)",
-    ...  "noqa: E501", "(6, 3): six tokens", "6 tokens"]]
-    [False, False, False, True, True]
-    """
+    """Whether a comment has words to translate: not a pragma, not only shapes."""
     lowered = text.lower()
     if any(lowered.startswith(p) or f" {p}" in lowered for p in PRAGMAS):
         return False
@@ -77,39 +57,22 @@ def _is_message(text: str) -> bool:
 
 
 def code_tokens(code: str) -> list[tuple[int, str]]:
-    """The tokens of ``code`` that are code: no comments, no layout-only lines.
-
-    Raises :class:`tokenize.TokenError` or :class:`SyntaxError` for code that
-    cannot be tokenized.
-
-    >>> code_tokens("x = 1  # one\\n") == code_tokens("x = 1  # 一\\n")
-    True
-    >>> code_tokens("x = 1\\n") == code_tokens("x = 2\\n")
-    False
-    """
-    kept = []
+    """The tokens of ``code`` that are code: no comments, no layout-only lines."""
     skip = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
-    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-        if tok.type not in skip:
-            kept.append((tok.type, tok.string))
-    return kept
+    tokens = tokenize.generate_tokens(io.StringIO(code).readline)
+    return [(t.type, t.string) for t in tokens if t.type not in skip]
 
 
 def find_comments(code: str) -> list[Comment]:
-    """The comments of ``code`` that are messages, found with :mod:`tokenize`.
-
-    >>> [c.text for c in find_comments("# Two lines\\n# of comment.\\nx = 1  # one\\n")]
-    ['Two lines\\nof comment.', 'one']
-    >>> find_comments("s = '# not a comment'  # (6, 3)\\n")
-    []
-    """
+    """The comments of ``code`` that are messages."""
     lines = code.splitlines()
     found: list[Comment] = []
     for tok in tokenize.generate_tokens(io.StringIO(code).readline):
         if tok.type != tokenize.COMMENT:
             continue
         row, col = tok.start
-        marker, text = _split_marker(tok.string)
+        marker, text = _MARKER.match(tok.string).groups()
+        text = text.rstrip()
         trailing = bool(lines[row - 1][:col].strip())
         prev = found[-1] if found else None
         if (
@@ -132,18 +95,8 @@ def find_comments(code: str) -> list[Comment]:
 def translate_code(
     code: str, translate: Callable[[str], str | None]
 ) -> tuple[str, dict[int, int]]:
-    """``code`` with each comment replaced by ``translate(message)``.
-
-    ``translate`` returns the translation or ``None`` (the comment stays).
-    Returns the new code and a map from old to new 1-based line numbers (a
-    translation may have more or fewer lines than the English comment).
-
-    >>> new, lines = translate_code("# Hello\\nx = 1  # one\\n", {"Hello": "你好",
-    ...     "one": "一"}.get)
-    >>> print(new, end="")
-    # 你好
-    x = 1  # 一
-    """
+    """``code`` with each comment replaced by ``translate(message)`` (``None``:
+    kept), and a map from old to new 1-based line numbers."""
     old_lines = code.splitlines(keepends=True)
     by_first = {c.first: c for c in find_comments(code)}
     out: list[str] = []
@@ -190,22 +143,18 @@ class comment_message(hidden_message):
 
 
 def _in_output(node: nodes.Node) -> bool:
-    parent = node.parent
-    while parent is not None:
-        if isinstance(parent, addnodes.desc):  # docstrings of the API reference
+    """Inside a cell's output, or a docstring of the API reference."""
+    while (node := node.parent) is not None:
+        if isinstance(node, addnodes.desc) or "cell_output" in node.get("classes", []):
             return True
-        if isinstance(parent, nodes.container) and "cell_output" in parent["classes"]:
-            return True
-        parent = parent.parent
     return False
 
 
 def shown_code_blocks(document: nodes.Node) -> Iterator[nodes.literal_block]:
     """The Python code blocks a reader sees, outputs and docstrings aside."""
     for node in document.findall(nodes.literal_block):
-        if node.get("language", "").lower() in PYTHON_LANGUAGES and not _in_output(
-            node
-        ):
+        language = node.get("language", "").lower()
+        if language in PYTHON_LANGUAGES and not _in_output(node):
             yield node
 
 

@@ -1,24 +1,12 @@
 """``lean_static``: the theme's static files, cut to what the pages use.
 
-Sphinx copies a theme's whole ``static`` folder into ``_static``. When the
-build finishes, this extension
-
-* deletes what no page loads: pydata-sphinx-theme 0.20's source maps
-  (``*.map``, for a browser's developer tools, 3.5 MB an edition) and Font
-  Awesome's all-in-one script (``scripts/fontawesome.js``, 1.56 MB), which
-  ``book/_templates/layout.html`` no longer links;
-* cuts the icon font the theme's stylesheet draws its icons with
-  (``fa-solid-900.woff2``, 115 KB on every first visit) down to the glyphs
-  of the ``fa-*`` classes that the built pages and the theme's scripts name:
-  about 2 KB. fontTools' subsetter does it (brotli writes WOFF2);
-* drops the other icons' rules (``.fa-bell{--fa:"\\f0f3"}``, 1,900 of them,
-  65 KB) from the theme's stylesheet, which every page loads.
-
->>> css = '.fa-bars,.fa-navicon{--fa:"\\\\f0c9"}.fa-bell{--fa:"\\\\f0f3"}p{x:y}'
->>> sorted(codepoints(css, {"bars"}))
-[61641]
->>> drop_icons(css, {"bars"})
-'.fa-bars,.fa-navicon{--fa:"\\\\f0c9"}p{x:y}'
+Sphinx copies a theme's whole ``static`` folder. When the build finishes,
+this deletes what no page loads (pydata-sphinx-theme 0.20's source maps,
+3.5 MB an edition, and Font Awesome's all-in-one script, 1.56 MB, which
+``book/_templates/layout.html`` no longer links), subsets the icon font
+(``fa-solid-900.woff2``, 115 KB) to the ``fa-*`` icons that the pages and
+the theme's scripts name (about 2 KB, with fontTools), and drops the other
+1,900 icons' rules (65 KB) from the theme's stylesheet.
 """
 
 from __future__ import annotations

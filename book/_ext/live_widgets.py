@@ -1,21 +1,14 @@
-"""Live widgets: a page's trained weights, as the build exported them, in its HTML.
+"""``live_widgets``: a page's trained weights, as the build exported them, in its HTML.
 
-A page asks for a widget with a raw HTML element that names its weights files::
-
-    <div class="attention-live" data-attention-live="learned learned-no-pos">
-
-and a cell of the same page writes those files while the build runs it:
-``attention.live.save_exports`` writes ``<name>.json`` into
-``$ATTENTION_LIVE_DIR``, which this extension sets before any kernel starts
-(kernels inherit the build's environment), next to the execution cache that
-both editions share. For each page with a widget it then
-
-1. copies each ``<name>.json`` into the edition's ``_static/attention-live/``
-   (the file readers and the tests get), and writes ``<name>.js``, the same
-   JSON handed to ``window.attentionLiveData``: a page opened from ``file://``
-   may run a script but may not ``fetch()`` a JSON file;
-2. adds these scripts, ``attention-live.js`` (the forward pass and the
-   drawing) and ``attention-live.css`` to that page only.
+A page asks for a widget with raw HTML that names its weights files
+(``<div data-attention-live="learned learned-no-pos">``), and a cell of the
+page writes them while the build runs it: ``attention.live.save_exports``
+writes ``<name>.json`` into ``$ATTENTION_LIVE_DIR``, set here before any
+kernel starts (kernels inherit the build's environment), beside the shared
+execution cache. Each such page gets the JSON in ``_static/attention-live/``
+(for readers and tests), the same data as ``<name>.js`` (a page opened from
+``file://`` may run a script but not ``fetch()`` a file), and the widget's
+script and stylesheet: that page only.
 """
 
 from __future__ import annotations
@@ -42,16 +35,7 @@ def _set_folder(app, config) -> None:
 
 
 def widget_names(doctree) -> list[str]:
-    """The weights files the page's widgets name, in order, each once.
-
-    Example:
-        >>> from docutils import nodes
-        >>> page = nodes.section()
-        >>> page += nodes.raw("", '<div data-attention-live="a b">', format="html")
-        >>> page += nodes.raw("", '<div data-attention-live="b">', format="html")
-        >>> widget_names(page)
-        ['a', 'b']
-    """
+    """The weights files the page's widgets name, in order, each once."""
     names = []
     for raw in doctree.findall(lambda n: n.tagname == "raw"):
         for match in NAMES.finditer(raw.astext()):

@@ -1,12 +1,10 @@
 """``notebook_i18n``: the notebook download of a translated page, translated.
 
-Sphinx translates a page's doctree, but the notebook a reader downloads is
-the page's source, which myst-nb saved as it read it. ``downloads`` hands
-that notebook to :func:`translate_notebook`, with the lookup
-:func:`page_catalog` gives, in every edition but the English one: its
-markdown cells get the translations of their prose, piece by piece, as
-Sphinx extracted the pieces into the page's catalog, and its code cells the
-translations of their comments (``i18n_code``).
+Sphinx translates a page's doctree, but the download is the page's source as
+myst-nb saved it. ``downloads`` hands it to :func:`translate_notebook` with
+the page's catalog: markdown cells get the translations of their prose,
+piece by piece as Sphinx extracted them, code cells those of their comments
+(``i18n_code``).
 """
 
 from __future__ import annotations
@@ -35,27 +33,8 @@ def translate_markdown(text: str, translate: Callable[[str], str | None]) -> str
     """A MyST markdown text with each translated piece of prose replaced.
 
     The pieces are markdown-it's inline tokens (headings, paragraphs, list
-    items, table cells, definition terms), looked up as Sphinx extracts
-    them; their line ranges come from the tokens' ``map``. A prose
-    directive's title and body (an admonition, an exercise) are translated
-    too; code, math and everything not found in the catalog stay as they are.
-
-    >>> table = {"A heading": "标题", "Some text on two lines.": "两行文字。",
-    ...          "A tip": "提示", "Cell": "格"}
-    >>> print(translate_markdown(
-    ...     "# A heading\\n\\nSome text\\non two lines.\\n\\n"
-    ...     "| Cell | x |\\n|---|---|\\n\\n"
-    ...     "```{tip} A tip\\n- Some text on two lines.\\n```\\n", table.get), end="")
-    # 标题
-    <BLANKLINE>
-    两行文字。
-    <BLANKLINE>
-    | 格 | x |
-    |---|---|
-    <BLANKLINE>
-    ```{tip} 提示
-    - 两行文字。
-    ```
+    items, table cells, definition terms), whose ``map`` gives their lines,
+    and the titles and bodies of prose directives; code and math stay.
     """
     lines = text.splitlines(keepends=True)
     # Later line ranges first, so that earlier ranges keep their numbers.
@@ -120,15 +99,8 @@ def _translate_directive(lines, first, last, title, translate):
 
 
 def _options_length(body: list[str]) -> int:
-    """How many lines at the top of a directive's body are its options.
-
-    Options come as ``:name: value`` lines or as a YAML block between ``---``.
-
-    >>> _options_length([":class: tip", ":label: x", "", "Text"])
-    2
-    >>> _options_length(["---", "class: tip", "---", "Text"])
-    3
-    """
+    """How many lines at the top of a directive's body are its options
+    (``:name: value`` lines, or a YAML block between ``---``)."""
     if body and body[0].strip() == "---":
         ends = [i for i, line in enumerate(body[1:], 1) if line.strip() == "---"]
         return ends[0] + 1 if ends else 0
@@ -139,11 +111,8 @@ def _options_length(body: list[str]) -> int:
 
 
 def translate_notebook(notebook, translate: Callable[[str], str | None]):
-    """The notebook with its markdown cells and code comments translated.
-
-    A translated comment that would change the code is not used (see
-    :func:`i18n_code.same_code`).
-    """
+    """The notebook with its markdown cells and code comments translated (a
+    comment whose translation would change the code stays)."""
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = translate_markdown(cell.source, translate)
@@ -155,31 +124,17 @@ def translate_notebook(notebook, translate: Callable[[str], str | None]):
 
 
 def page_catalog(app, docname: str) -> Callable[[str], str | None]:
-    """A lookup in the page's compiled catalog for this build's language."""
-    # One catalog per page (conf.py sets gettext_compact = False): the
-    # catalog's domain is the page's docname.
-    if app.config.gettext_compact is not False:
-        raise ValueError(
-            "the notebooks extension expects one catalog per page: "
-            f"gettext_compact = False, got {app.config.gettext_compact!r}"
-        )
-    domain = docname
-    lookups = []
+    """A lookup in the page's compiled catalog (one per page: gettext_compact
+    is False) for this build's language; ``None`` when it has no translation."""
+    catalog = gettext.NullTranslations()
     for folder in app.config.locale_dirs:
-        try:
-            lookups.append(
-                gettext.translation(
-                    domain, Path(app.srcdir, folder), [app.config.language]
-                )
-            )
-        except OSError:
-            continue
+        path, languages = Path(app.srcdir, folder), [app.config.language]
+        catalog.add_fallback(
+            gettext.translation(docname, path, languages, fallback=True)
+        )
 
     def translate(message: str) -> str | None:
-        for catalog in lookups:
-            found = catalog.gettext(message)
-            if found != message:
-                return found
-        return None
+        found = catalog.gettext(message)
+        return found if found != message else None
 
     return translate

@@ -1,16 +1,12 @@
 """``package_cache``: no page shows outputs computed by an older package.
 
 jupyter-cache hashes only a notebook's cells, and Sphinx reads again only
-the pages whose text changed, so an edit of the ``attention`` package would
-leave every page with its old outputs. Two hooks close the gap:
-
-- ``config-inited``: myst-nb's execution cache (``nb_execution_cache_path``)
-  is one folder next to the build's doctrees, shared by both editions, and
-  it belongs to one SHA-256 of the package: a file in it names the digest
-  its outputs were computed with, and another digest empties it.
-- ``source-read``: a page whose code cells import the package declares the
-  package's files as dependencies (``env.note_dependency``), so Sphinx reads
-  it again when one of them changes, and myst-nb executes it again.
+changed pages, so an edit of the ``attention`` package would leave old
+outputs. So myst-nb's execution cache is one folder beside the doctrees,
+shared by both editions, that belongs to one SHA-256 of the package (another
+digest empties it); and a page whose code cells import the package depends
+on the package's files (``env.note_dependency``), so it is read and executed
+again when one changes.
 """
 
 from __future__ import annotations
@@ -49,7 +45,7 @@ def package_digest(root: Path) -> str:
 
 @functools.cache
 def markdown():
-    """The markdown-it parser myst-parser reads the book's pages with."""
+    """The markdown-it parser that myst-parser reads the book's pages with."""
     config = MdParserConfig(
         enable_extensions={"amsmath", "colon_fence", "dollarmath", "deflist"}
     )
@@ -57,13 +53,7 @@ def markdown():
 
 
 def imports_package(source: str) -> bool:
-    """Whether a page's code cells import the package (read with Python's parser).
-
-    >>> imports_package("```{code-cell} python\\nimport torch, attention\\n```")
-    True
-    >>> imports_package("Prose that says: import attention.")
-    False
-    """
+    """Whether a page's code cells import the package (read with Python's parser)."""
     for token in markdown().parse(source):
         if token.type != "fence" or not token.info.startswith("{code-cell}"):
             continue
@@ -86,10 +76,9 @@ def imports_package(source: str) -> bool:
 def _cache_per_package_digest(app, config) -> None:
     """One execution cache, next to the build's doctrees, for one package digest.
 
-    The cache folder keeps its name (a changed config value would make Sphinx
-    read every page again). Its database is created here, before Sphinx forks
-    its reading processes (``-j 2``): two processes that both found none
-    would both create its tables.
+    The folder keeps its name (a changed config value would make Sphinx read
+    every page again). Its database is made here, before ``-j 2`` forks two
+    readers that would both create its tables.
     """
     digest = package_digest(Path(config.package_cache_root))
     cache = Path(app.doctreedir).parent / "jupyter_cache"

@@ -1,21 +1,13 @@
 """Let the 简体中文 edition load the English edition's copy of identical assets.
 
-Run by ``make html`` once the zh_CN edition is copied into the site, as
-``share_assets.py SITE zh_CN``. Both editions come from one source tree, so
-most of ``_static`` and ``_images`` is the same file twice. For each file of
-``SITE/zh_CN/_static`` and ``SITE/zh_CN/_images`` that a zh_CN page loads or
-links (``src``, ``href``) and that is byte for byte the one at the same path
-in ``SITE``, those attributes are pointed one folder up, at the English copy,
-and the zh_CN copy is deleted. A file no page links stays: a script may
-build its path, a reader may download it. The links stay relative, so the
-site works from ``file://``, on a static host and with ``make serve``.
-
-A file stays when a kept file of zh_CN other than a page names it (a
-stylesheet's ``url(...)``, a script that builds a path): only the pages are
-rewritten.
-
->>> rewrite('<img src="../_images/a.png"><a href="x.html">', {"_images/a.png"}, 1)
-'<img src="../../_images/a.png"><a href="x.html">'
+``make html`` runs ``share_assets.py SITE zh_CN`` once the edition is copied
+into the site. Both editions come from one source tree, so most of
+``_static`` and ``_images`` is there twice. A file of ``zh_CN/_static`` or
+``zh_CN/_images`` that a zh_CN page loads or links and that is byte for byte
+the English one is deleted, and the pages' links point one folder up, still
+relative (``file://``, a static host, ``make serve``). A file stays when no
+page links it (a script may build its path) or when another kept file (a
+stylesheet's ``url()``) names it: only pages are rewritten.
 """
 
 from __future__ import annotations
@@ -31,8 +23,7 @@ LINK = re.compile(r'\b(src|href)="([^"?#:]+)([?#][^"]*)?"')
 
 
 def rewrite(html: str, shared: set[str], depth: int) -> str:
-    """``html`` of a page ``depth`` folders below the edition, its links to
-    ``shared`` files (paths from the edition's root) moved one folder up."""
+    """A page ``depth`` folders deep, its links to ``shared`` files moved up."""
     here = "/".join(["d"] * depth)
 
     def move(m: re.Match) -> str:
@@ -54,12 +45,12 @@ def share(site: Path, edition: str) -> int:
         for m in LINK.finditer(html):
             linked.add(posixpath.normpath(posixpath.join(here, m[2])))
     shared = {
-        path.relative_to(root).as_posix()
-        for folder in FOLDERS
-        for path in (root / folder).rglob("*")
-        if path.relative_to(root).as_posix() in linked
-        and (site / path.relative_to(root)).is_file()
-        and filecmp.cmp(path, site / path.relative_to(root), shallow=False)
+        path
+        for path in linked
+        if path.split("/")[0] in FOLDERS
+        and (root / path).is_file()
+        and (site / path).is_file()
+        and filecmp.cmp(root / path, site / path, shallow=False)
     }
     kept_text = [
         path.read_text("utf-8", errors="ignore")
@@ -74,9 +65,8 @@ def share(site: Path, edition: str) -> int:
     for page, html in pages.items():
         depth = len(page.relative_to(root).parts) - 1
         page.write_text(rewrite(html, shared, depth), "utf-8")
-    saved = 0
+    saved = sum((root / name).stat().st_size for name in shared)
     for name in shared:
-        saved += (root / name).stat().st_size
         (root / name).unlink()
     return saved
 

@@ -1,29 +1,15 @@
 """``svgmath``: every formula drawn as SVG when the page is written.
 
-MathJax typesets in the reader's browser: 1.16 MB of script (``tex-chtml.js``)
-and its web fonts on every page with a formula, and a 24 MB folder in each
-edition. This extension is a math renderer of Sphinx's own kind
-(``app.add_html_math_renderer``, chosen with ``html_math_renderer``, the way
-``sphinx.ext.mathjax`` and ``sphinx.ext.imgmath`` plug in): ziamath (pure
-Python, its own STIX Two Math font) turns each formula into an inline
-``<svg>`` of glyph outlines. The page needs no script and no font for its
-math, the reader sees it before any script runs, and a printed page (the
-book's PDF) holds the same drawing.
-
-Glyphs are ``<symbol>`` elements that ziamath names after the glyph (the
-same glyph at the same size is the same symbol in every formula): each is
-written once per page, where it first appears, and later formulas ``<use>``
-it. That halves a page's math (158 KB of symbols on 3.5 were 59 glyphs).
-
-The SVG is sized in ``em``, so a formula follows the text's size; it is
-filled with ``currentColor``, so it follows the colour scheme; its baseline
-sits on the text's; its TeX is its accessible name (``role="img"``).
-
->>> svg = formula_svg("x_i^2", inline=True)
->>> svg.startswith('<svg') and 'role="img"' in svg and 'aria-label="x_i^2"' in svg
-True
->>> 'vertical-align: -' in svg and 'fill="currentColor"' in svg
-True
+MathJax would typeset in the browser: 1.16 MB of script and web fonts on
+every page with a formula, a 24 MB folder per edition. This is a math
+renderer of Sphinx's own kind (``app.add_html_math_renderer``, chosen with
+``html_math_renderer``): ziamath (pure Python, its own STIX Two Math font)
+turns each formula into an inline ``<svg>`` of glyph outlines, seen before
+any script runs and printed as drawn (the book's PDF). Each glyph
+(``<symbol>``, named by ziamath after glyph and size) is written once per
+page and ``<use>``d after: that halves a page's math. Sized in ``em`` and
+filled with ``currentColor``, a formula follows the text's size and colour
+scheme; its baseline sits on the text's; its TeX is its accessible name.
 """
 
 from __future__ import annotations
@@ -43,8 +29,7 @@ SIZE = 16.0  # px: the size formulas are drawn at
 # STIX Two's x-height is about 10% below the theme's sans-serif text: one em of
 # the text holds 1.1 em of the formula's drawing, as MathJax matches them.
 EM = SIZE / 1.1
-SVG_NS = "http://www.w3.org/2000/svg"
-ET.register_namespace("", SVG_NS)
+ET.register_namespace("", "http://www.w3.org/2000/svg")
 ziamath.config.precision = ziafont.config.precision = 2  # 0.01 px is enough
 SYMBOL = re.compile(r'<symbol id="([^"]+)".*?</symbol>', re.DOTALL)
 _ids = itertools.count()
@@ -66,12 +51,9 @@ def _drawing(tex: str, inline: bool) -> str:
 
 
 def formula_svg(tex: str, inline: bool, written: set[str] | None = None) -> str:
-    """The formula as one ``<svg>`` element.
-
-    ``written`` holds the glyphs already on the page: they are left out and
-    the new ones added. Should a glyph's drawing ever differ from one formula
-    to another, this formula gets ids of its own instead.
-    """
+    """The formula as one ``<svg>``, without the glyphs already ``written`` on
+    the page (new ones are added); should a glyph's drawing ever differ
+    between formulas, this formula gets ids of its own instead."""
     svg = _drawing(tex.strip(), inline)
     found = {m.group(1): m.group(0) for m in SYMBOL.finditer(svg)}
     if written is None or any(_symbols.setdefault(i, s) != s for i, s in found.items()):

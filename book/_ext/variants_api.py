@@ -1,15 +1,10 @@
 """``autovariants``: the API reference's entries for ``attention.VARIANTS``.
 
-Usage, inside an ``{eval-rst}`` block of the API page::
-
-    .. autovariants::
-
-It reads the registry when the page is read and writes, for every entry in
-registry order, an ``autoclass``, with its two weight-layout methods when it stores its
-weights in a layout of its own, after a
-table of the registry's names. A class added to the registry is documented
-without editing the page; the page is read again whenever the package
-changes (the build's staleness hook), so the list cannot fall behind.
+``.. autovariants::`` (in an ``{eval-rst}`` block) writes a table of the
+registry's names, then an ``autoclass`` per entry in registry order, with
+its two weight-layout methods when it keeps its own layout. A class added
+to the registry is documented without editing the page, and the page is
+read again whenever the package changes (``package_cache``).
 """
 
 from __future__ import annotations
@@ -19,36 +14,27 @@ import importlib
 from docutils import nodes
 from sphinx.util.docutils import SphinxDirective
 
+LAYOUT_METHODS = ("mha_state_dict", "load_mha_state_dict")
+
 
 class AutoVariants(SphinxDirective):
-    has_content = False
-
     def run(self) -> list[nodes.Node]:
         package = importlib.import_module("attention")
-        classes = package.VARIANTS
-        variants = {name: _public_name(package, cls) for name, cls in classes.items()}
-        rows = [
-            f"   * - ``{name!r}``\n     - :class:`~{path}`"
-            for name, path in variants.items()
-        ]
-        lines = [
+        table = [
             ".. list-table:: ``attention.VARIANTS``: the registry, in order",
             "   :header-rows: 1",
             "",
             "   * - name",
             "     - class",
-            *rows,
-            "",
         ]
-        for name, path in variants.items():
-            lines += [f".. autoclass:: {path}", ""]
-            if hasattr(classes[name], "mha_state_dict"):  # its own layout
-                lines += [
-                    "   .. automethod:: mha_state_dict",
-                    "   .. automethod:: load_mha_state_dict",
-                    "",
-                ]
-        return self.parse_text_to_nodes("\n".join(lines))
+        entries = []
+        for name, cls in package.VARIANTS.items():
+            path = _public_name(package, cls)
+            table += [f"   * - ``{name!r}``", f"     - :class:`~{path}`"]
+            entries += [f".. autoclass:: {path}", ""]
+            if hasattr(cls, "mha_state_dict"):  # its own weight layout
+                entries += [f"   .. automethod:: {m}" for m in LAYOUT_METHODS] + [""]
+        return self.parse_text_to_nodes("\n".join([*table, "", *entries]))
 
 
 def _public_name(package, cls: type) -> str:

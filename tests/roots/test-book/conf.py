@@ -9,15 +9,21 @@ extensions = ["myst_nb", "sphinx.ext.autodoc", "sphinx.ext.viewcode"]
 extensions += ["sphinx.ext.napoleon", "sphinx_exercise"]
 extensions += ["package_cache", "downloads", "pysource", "i18n_code"]
 extensions += ["site_language", "exercise_titles", "variants_api"]
+extensions += ["balanced_read", "live_widgets", "svgmath", "book_pdf"]
 pysource_root = package_cache_root = str(ROOT)
 release = "0.0.test"
 nb_execution_mode = "off"  # the tests check what the extensions do, not cells
+myst_enable_extensions = ["dollarmath"]
+html_math_renderer = "svgmath"
 locale_dirs = ["locales/"]
 gettext_compact = False
 exclude_patterns = ["_build"]
 napoleon_custom_sections = [("Shape", "params_style")]
-# The wheel that `make html` builds before Sphinx runs, here a stand-in.
-_DIST = Path(__file__).parent / "_build" / "dist"
-_DIST.mkdir(parents=True, exist_ok=True)
-(_DIST / f"attention-{release}-py3-none-any.whl").write_bytes(b"a wheel")
+# What `make html` makes before Sphinx runs, here stand-ins: the wheel, and
+# the weights a cell of the notebook page would export for its live widget.
+_BUILD = Path(__file__).parent / "_build"
+(_BUILD / "dist").mkdir(parents=True, exist_ok=True)
+(_BUILD / "dist" / f"attention-{release}-py3-none-any.whl").write_bytes(b"a wheel")
+(_BUILD / "attention-live").mkdir(exist_ok=True)
+(_BUILD / "attention-live" / "demo.json").write_text('{"w": [1]}')
 html_theme = "basic"  # no theme to load: a faster build
