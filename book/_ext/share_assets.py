@@ -2,13 +2,15 @@
 
 Run by ``make html`` once the zh_CN edition is copied into the site, as
 ``share_assets.py SITE zh_CN``. Both editions come from one source tree, so
-most of ``_static`` and ``_images`` is the same file twice. For each file of
-``SITE/zh_CN/_static`` and ``SITE/zh_CN/_images`` that a zh_CN page loads or
-links (``src``, ``href``) and that is byte for byte the one at the same path
-in ``SITE``, those attributes are pointed one folder up, at the English copy,
-and the zh_CN copy is deleted. A file no page links stays: a script may
-build its path, a reader may download it. The links stay relative, so the
-site works from ``file://``, on a static host and with ``make serve``.
+most of ``_static`` and ``_images`` is the same file twice, and ``_sources``
+(the pages' Markdown, linked by their download button; search fetches the
+pages' HTML, not these) is all of it. For each file of those folders under
+``SITE/zh_CN`` that a zh_CN page loads or links (``src``, ``href``) and that
+is byte for byte the one at the same path in ``SITE``, those attributes are
+pointed one folder up, at the English copy, and the zh_CN copy is deleted. A
+file no page links stays: a script may build its path, a reader may
+download it. The links stay relative, so the site works from ``file://``,
+on a static host and with ``make serve``.
 
 A file stays when a kept file of zh_CN other than a page names it (a
 stylesheet's ``url(...)``, a script that builds a path): only the pages are
@@ -26,7 +28,7 @@ import re
 import sys
 from pathlib import Path
 
-FOLDERS = ("_static", "_images")
+FOLDERS = ("_static", "_images", "_sources")
 LINK = re.compile(r'\b(src|href)="([^"?#:]+)([?#][^"]*)?"')
 
 
