@@ -80,6 +80,10 @@ def share(site: Path, edition: str) -> int:
     for name in shared:
         saved += (root / name).stat().st_size
         (root / name).unlink()
+    for folder in FOLDERS:  # and the folders left empty, deepest first
+        for path in sorted((root / folder).glob("**/"), reverse=True):
+            if not any(path.iterdir()):
+                path.rmdir()
     return saved
 
 
