@@ -2,12 +2,14 @@
 
 ``make html`` runs ``share_assets.py SITE zh_CN`` once the edition is copied
 into the site. Both editions come from one source tree, so most of
-``_static`` and ``_images`` is there twice. A file of ``zh_CN/_static`` or
-``zh_CN/_images`` that a zh_CN page loads or links and that is byte for byte
-the English one is deleted, and the pages' links point one folder up, still
-relative (``file://``, a static host, ``make serve``). A file stays when no
-page links it (a script may build its path) or when another kept file (a
-stylesheet's ``url()``) names it: only pages are rewritten.
+``_static`` and ``_images`` is there twice, and ``_sources`` (the pages'
+Markdown, linked by their download button; search fetches the HTML) is all
+of it. A file of those folders under ``zh_CN`` that a zh_CN page loads or
+links and that is byte for byte the English one is deleted, and the pages'
+links point one folder up, still relative (``file://``, a static host,
+``make serve``). A file stays when no page links it (a script may build its
+path) or when another kept file (a stylesheet's ``url()``) names it: only
+pages are rewritten.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import re
 import sys
 from pathlib import Path
 
-FOLDERS = ("_static", "_images")
+FOLDERS = ("_static", "_images", "_sources")
 LINK = re.compile(r'\b(src|href)="([^"?#:]+)([?#][^"]*)?"')
 
 
@@ -68,6 +70,10 @@ def share(site: Path, edition: str) -> int:
     saved = sum((root / name).stat().st_size for name in shared)
     for name in shared:
         (root / name).unlink()
+    for folder in FOLDERS:  # and the folders left empty, deepest first
+        for path in sorted((root / folder).glob("**/"), reverse=True):
+            if not any(path.iterdir()):
+                path.rmdir()
     return saved
 
 
