@@ -134,11 +134,14 @@ lint: $(STAMP)
 PYTEST := $(BIN)/python -m pytest -q --durations=15
 
 # The quick loop: in-process tests, no build (the wheel's test is a site test),
-# hypothesis's quick profile, on both cores (pytest-xdist: two workers). The
-# site tests are not even collected: they read the built site.
+# hypothesis's quick profile, on both cores (pytest-xdist's two workers, each
+# taking the next test when it is free). The site tests are not even collected:
+# they read the built site. pytest keeps the modules whose asserts it rewrote
+# (the tests' and hypothesis's) as .pyc, unless PYTHONDONTWRITEBYTECODE is set,
+# as it is on some machines: then it rewrites them at every start (3 s).
 unit: $(STAMP)
-	$(PYTEST) -n 2 -p no:logging -m "not site and not browser and not slow" \
-		--ignore=tests/site
+	env -u PYTHONDONTWRITEBYTECODE $(PYTEST) -n 2 --dist worksteal -p no:logging \
+		-m "not site and not browser and not slow" --ignore=tests/site
 
 site: $(STAMP) $(CHROMIUM) $(FONTS_CJK)
 	BUILDDIR=$(BUILDDIR) $(PYTEST) -m "site or browser or slow" tests

@@ -152,7 +152,8 @@ def tensors(out: object) -> list[torch.Tensor]:
     return []
 
 
-@settings(max_examples=2)
+# One example per (op, device, dtype) in the quick loop, two in `make test`.
+@settings(max_examples=max(1, settings.default.max_examples // 25))
 @given(data=st.data())
 def test_outputs_stay_on_the_inputs_device_and_dtype(op, device, dtype, data) -> None:
     sample = op.sample(table.Draw(data.draw, device, dtype))

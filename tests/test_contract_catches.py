@@ -17,8 +17,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch._dynamo  # noqa: F401
-import torch.distributed.tensor  # noqa: F401
 from hypothesis import Phase, settings
 
 import attention
@@ -30,9 +28,6 @@ from attention.variants import VARIANT_INFO
 # the whole contract suite again, about 25 s in all.
 pytestmark = pytest.mark.slow
 
-# pytester drops the modules an inner run imported; torch.distributed's and
-# torch._dynamo's modules (a `triu` on `meta` imports the latter) register
-# operators once per process, so they are imported here, before any run.
 pytest_plugins = ["pytester"]
 TESTS = Path(__file__).resolve().parent
 PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "quick")
@@ -66,6 +61,16 @@ class PlainSubclass(MultiHeadAttention):
 
 attention.register({name!r}, {cls})
 """
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _operators_registered_once() -> None:
+    """pytester drops the modules an inner run imported; torch.distributed's
+    and torch._dynamo's (a ``triu`` on ``meta`` imports it) register operators
+    once per process, so they are imported before any run (not at collection:
+    the quick loop, which skips this file, would pay 4 s for them)."""
+    import torch._dynamo  # noqa: F401
+    import torch.distributed.tensor  # noqa: F401
 
 
 @pytest.fixture
