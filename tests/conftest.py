@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import pytest
-import torch
-from hypothesis import settings
 
-from attention import example_inputs
-
-# The tests use tiny tensors, where extra threads only cost synchronisation;
-# on a shared 2-core machine one thread runs the suite several times faster.
-torch.set_num_threads(1)
-
-# Hypothesis: derandomized, so a run is the same everywhere. The quick loop
-# (`make unit`) draws a few examples per property; `make test` sets
-# HYPOTHESIS_PROFILE=full for the full count.
-settings.register_profile("quick", derandomize=True, deadline=None, max_examples=6)
-settings.register_profile("full", derandomize=True, deadline=None, max_examples=50)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
+if TYPE_CHECKING:
+    import torch
 
 # A registry entry from outside the package: importing it (as --doctest-modules
 # would) registers it for the whole session. tests/test_contract_catches.py
@@ -27,13 +16,38 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 collect_ignore = ["outside_variant.py"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    if getattr(config.option, "numprocesses", None) and not hasattr(
+        config, "workerinput"
+    ):
+        return  # xdist's controller runs no test: it need not import torch (3 s)
+    import torch
+    from hypothesis import settings
+
+    # The tests use tiny tensors, where extra threads only cost
+    # synchronisation; on a shared 2-core machine one thread runs the suite
+    # several times faster.
+    torch.set_num_threads(1)
+    # Hypothesis: derandomized, so a run is the same everywhere. The quick
+    # loop (`make unit`) draws a few examples per property; `make test` sets
+    # HYPOTHESIS_PROFILE=full for the full count.
+    quick, full = "quick", "full"
+    settings.register_profile(quick, derandomize=True, deadline=None, max_examples=6)
+    settings.register_profile(full, derandomize=True, deadline=None, max_examples=50)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", quick))
+
+
 @pytest.fixture
 def inputs() -> torch.Tensor:
     """The chapter's six 3-dimensional token embeddings, ``(6, 3)``."""
+    from attention import example_inputs
+
     return example_inputs()
 
 
 @pytest.fixture
 def batch(inputs: torch.Tensor) -> torch.Tensor:
     """Two copies of the running example stacked as a batch, ``(2, 6, 3)``."""
+    import torch
+
     return torch.stack((inputs, inputs), dim=0)

@@ -10,14 +10,19 @@ any script runs and printed as drawn (the book's PDF). Each glyph
 page and ``<use>``d after: that halves a page's math. Sized in ``em`` and
 filled with ``currentColor``, a formula follows the text's size and colour
 scheme; its baseline sits on the text's; its TeX is its accessible name.
+Drawings are kept in ``_build/svgmath`` (named by formula, ziamath's version
+and this file): both editions and the PDFs draw each formula once.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import itertools
+import os
 import re
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import ziafont
 import ziamath
@@ -34,10 +39,26 @@ ziamath.config.precision = ziafont.config.precision = 2  # 0.01 px is enough
 SYMBOL = re.compile(r'<symbol id="([^"]+)".*?</symbol>', re.DOTALL)
 _ids = itertools.count()
 _symbols: dict[str, str] = {}  # every glyph drawn by this process: id -> symbol
+_KEY = f"{ziamath.__version__} {ziafont.__version__}\n{Path(__file__).read_text()}"
+_stored: Path | None = None  # the folder of drawings, set when a build starts
 
 
 @functools.cache
 def _drawing(tex: str, inline: bool) -> str:
+    if _stored is None:
+        return _draw(tex, inline)
+    key = hashlib.sha256(f"{_KEY}\n{inline}\n{tex}".encode()).hexdigest()
+    path = _stored / f"{key}.svg"
+    if path.is_file():
+        return path.read_text()
+    svg = _draw(tex, inline)
+    part = path.with_suffix(f".{os.getpid()}")  # two writers: whole files only
+    part.write_text(svg)
+    part.replace(path)
+    return svg
+
+
+def _draw(tex: str, inline: bool) -> str:
     math = ziamath.Latex(tex, size=SIZE, color="currentColor", inline=inline)
     svg = math.svgxml()
     width, height = float(svg.get("width")), float(svg.get("height"))
@@ -91,6 +112,13 @@ def visit_displaymath(self, node: nodes.math_block) -> None:
     raise nodes.SkipNode
 
 
+def _store_drawings(app) -> None:
+    global _stored
+    _stored = Path(app.doctreedir).parent / "svgmath"
+    _stored.mkdir(parents=True, exist_ok=True)
+
+
 def setup(app):
+    app.connect("builder-inited", _store_drawings)
     app.add_html_math_renderer("svgmath", (visit_math, None), (visit_displaymath, None))
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
