@@ -45,8 +45,7 @@ wrap it: torch.tensor(inputs)
 
 
 def _fail(bad: object, name: str, expected: str, got: object, error=ValueError):
-    """Raise ``error("NAME must EXPECTED, got GOT")`` if ``bad``; a callable
-    ``got`` is called only then (it may read tensor values)."""
+    """If ``bad``, raise ``error("NAME must EXPECTED, got GOT")``; got may be lazy."""
     if bad:
         raise error(f"{name} must {expected}, got {got() if callable(got) else got}")
 
@@ -71,8 +70,7 @@ def _shape(t: torch.Tensor) -> tuple[int, ...]:
 
 
 def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> None:
-    """Raise unless ``num_tokens`` fit the context after ``held`` cached tokens
-    and the ``fed`` ones generation feeds back."""
+    """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back."""
     why = f"context_length={context_length}" + f", {held} cached" * bool(held)
     why += f", {fed} fed back by max_new_tokens={fed + 1}" * bool(fed)
     got = f"{num_tokens}; pass fewer or build with a larger context_length"
@@ -85,14 +83,12 @@ def check_flag(name: str, value: bool) -> None:
     _type(not isinstance(value, bool), name, "be True or False", _got(value))
 
 
-def check_integer(name: str, value: int, smallest=None, below=None) -> None:
+def check_integer(name: str, value: int, smallest=-math.inf, below=math.inf) -> None:
     """Raise unless ``value`` is an integer (not a bool) in ``[smallest, below)``."""
-    low = -math.inf if smallest is None else smallest
-    high = math.inf if below is None else below
-    kind = "be an integer" + f" of at least {smallest}" * (smallest is not None)
-    kind = kind if below is None else f"be an integer in [{smallest}, {below})"
+    kind = "be an integer" + f" of at least {smallest}" * (smallest > -math.inf)
+    kind = kind if below == math.inf else f"be an integer in [{smallest}, {below})"
     _type(_not(value, Integral), name, kind, _got(value))
-    _fail(not low <= value < high, name, kind, value)
+    _fail(not smallest <= value < below, name, kind, value)
 
 
 def check_positive(**sizes: int) -> None:
@@ -102,8 +98,7 @@ def check_positive(**sizes: int) -> None:
 
 
 def check_number(name: str, value: float, high: float = math.inf) -> None:
-    """Raise unless ``value`` is a positive finite number (``lr``), or with a finite
-    ``high`` a number in ``[0, high)`` (a probability such as ``dropout``)."""
+    """Raise unless ``value`` is a number in ``(0, inf)`` (``lr``), or ``[0, high)``."""
     bounded = high < math.inf
     kind = f"be a number in [0, {high})" if bounded else "be a positive, finite number"
     _type(_not(value, Real), name, kind, _got(value))
@@ -146,27 +141,21 @@ def check_tensor(name: str, t: object) -> None:
     _type(not isinstance(t, torch.Tensor), name, "be a torch.Tensor", got)
 
 
-def check_float_tensor(name: str, t: object) -> None:
-    """Raise unless ``t`` is a tensor of floating-point numbers (see the policy)."""
-    check_tensor(name, t)
-    got = f"dtype {t.dtype}; convert it first: {name}.float()"
-    _fail(not t.is_floating_point(), name, "hold floating-point numbers", got)
-
-
-def check_pair(*named: tuple[str, torch.Tensor]) -> None:
+def check_floats(*named: tuple[str, torch.Tensor]) -> None:
     """Raise unless the ``(name, tensor)`` pairs are float, of one dtype and device."""
     name_a, a = named[0]
     for name, t in named:
-        check_float_tensor(name, t)
+        check_tensor(name, t)
+        got = f"dtype {t.dtype}; convert it first: {name}.float()"
+        _fail(not t.is_floating_point(), name, "hold floating-point numbers", got)
         expected = f"be {a.dtype} on {a.device} like {name_a}"
         got = f"{t.dtype} on {t.device}; convert one of them with .to()"
         _fail((t.dtype, t.device) != (a.dtype, a.device), name, expected, got)
 
 
 def check_shapes(**named: tuple[torch.Tensor, str] | int) -> None:
-    """Raise unless the float tensors share dtype and device and fit their layouts.
-
-    A keyword with an ``int`` fixes the size of that name.
+    """Raise unless the float tensors share dtype and device and fit their layouts
+    (one name per dimension); a keyword with an ``int`` fixes that name's size.
 
     >>> check_shapes(query=(torch.zeros(3), "d"), inputs=(torch.zeros(6, 4), "T d"))
     Traceback (most recent call last):
@@ -176,15 +165,14 @@ got query (3,) and inputs (6, 4)
     """
     tensors = {n: v for n, v in named.items() if isinstance(v, tuple)}
     sizes = {n: v for n, v in named.items() if isinstance(v, int)}
-    check_pair(*((name, t) for name, (t, _) in tensors.items()))
+    check_floats(*((name, t) for name, (t, _) in tensors.items()))
     for t, layout in tensors.values():
         dims = layout.split()
         lead = t.dim() - len(dims) + 1  # how many dimensions "..." stands for
         shape = [_shape(t)[:lead], *t.shape[lead:]] if dims[0] == "..." else t.shape
         fits = lead >= 0 and len(shape) == len(dims)
-        if fits and all(
-            sizes.setdefault(d, s) == s for d, s in zip(dims, shape, strict=True)
-        ):
+        pairs = zip(dims, shape, strict=False)  # of one length if it fits
+        if fits and all(sizes.setdefault(d, s) == s for d, s in pairs):
             continue
         expected = " and ".join(
             f"{len(d)}-D " * ("..." not in d) + f"{n} ({', '.join(d)})"
@@ -209,13 +197,9 @@ def check_values(name: str, t: torch.Tensor, needed_by: str) -> None:
 
 
 def check_batch(module: nn.Module, x: torch.Tensor, ndim: int = 3) -> None:
-    """Raise unless ``module`` accepts ``x``: the one check of a ``forward``.
-
-    Floating-point ``(b, T, d_in)`` (``(T, d_in)`` if ``ndim == 2``), in the
-    dtype and on the device of the module's weights, ``T <= context_length``.
-    """
+    """Raise unless ``module`` accepts ``x`` ``(b, T, d_in)``: a forward's one check."""
     weight = [("the module's weights", w) for w in islice(module.parameters(), 1)]
-    check_pair(*weight, ("x", x))
+    check_floats(*weight, ("x", x))
     layout = "batch num_tokens d_in".split(" ", 3 - ndim)[-1]
     check_shapes(x=(x, layout), d_in=module.d_in)
     if hasattr(module, "context_length"):
@@ -223,8 +207,7 @@ def check_batch(module: nn.Module, x: torch.Tensor, ndim: int = 3) -> None:
 
 
 def check_cross_input(module: nn.Module, x: torch.Tensor, context: torch.Tensor):
-    """Raise unless ``x`` ``(..., T, d_in)`` and ``context`` ``(..., S, d_context)``
-    fit :class:`~attention.CrossAttention`: the same leading dimensions, ``S >= 1``."""
+    """Raise unless ``x`` and ``context`` fit :class:`~attention.CrossAttention`."""
     check_shapes(
         weights=(module.W_query.weight, "d_out d_in"),
         x=(x, "... T d_in"),
@@ -235,13 +218,7 @@ def check_cross_input(module: nn.Module, x: torch.Tensor, context: torch.Tensor)
 
 
 def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more):
-    """The one check of the tiled functions of ``attention.flash``.
-
-    ``queries`` ``(..., Tq, head_dim)``; ``keys``, ``values`` ``(..., Tk,
-    head_dim)``, a key if there are queries; ``lse``, ``delta`` ``(..., Tq)``;
-    ``grad_out``, ``context_vec`` like ``queries``; ``future`` a bool
-    ``(Tq, Tk)`` tile mask or ``None``.
-    """
+    """The one check of the tiled functions of ``attention.flash``."""
     future = more.pop("future", None)
     layouts = {"lse": "... Tq", "delta": "... Tq", "values": "... Tk head_dim"}
     check_shapes(
@@ -272,12 +249,9 @@ def check_kv(keys, values, cached: torch.Tensor | None, context_length: int) -> 
     _room("keys", keys.shape[2], context_length, held)
 
 
-def check_token_ids(
-    token_ids, vocab_size, context_length=None, device=None, smallest=(0, 0)
-):
-    """Raise unless ``token_ids`` is ``(b, T)`` integer ids in ``[0, vocab_size)``,
-    with ``T <= context_length``, on ``device``, ``(b, T) >= smallest`` if given."""
-    check_tensor("token_ids", t := token_ids)
+def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0, 0)):
+    """Raise unless token ids ``t`` are ``(b, T)`` ints in ``[0, vocab_size)``."""
+    check_tensor("token_ids", t)
     ok = t.dim() == 2 and t.dtype in (torch.int64, torch.int32)
     ok = ok and t.shape[0] >= smallest[0] and t.shape[1] >= smallest[1]
     expected = "be integer ids (torch.long) of 2 dimensions (batch, num_tokens)"
@@ -295,9 +269,7 @@ def check_token_ids(
 
 
 def check_attention_mask(attention_mask, x=None, held: int | None = None) -> None:
-    """Raise unless ``attention_mask`` is ``(b, T)`` of 0s and 1s, fitting ``x``
-    ``(b, T, ...)``; with ``held`` cached tokens ``(b, held + T)``, left-padded:
-    in each row the pads (0) come before the real tokens (1)."""
+    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held)."""
     check_tensor(name := "attention_mask", m := attention_mask)
     shape = None if x is None else (x.shape[0], (held or 0) + x.shape[1])
     expected = "have 2 dimensions (batch, num_tokens)" + f" = {shape}" * bool(shape)
@@ -316,11 +288,8 @@ def check_attention_mask(attention_mask, x=None, held: int | None = None) -> Non
     _fail(held is not None and late.any(), name, expected, lambda: m[late].tolist())
 
 
-def check_decode(
-    model, token_ids, cache=None, max_new_tokens=None, attention_mask=None
-):
-    """The one check of generation: a :class:`~attention.contract.Decoder` and a
-    prompt that fits the context after the cache and the tokens fed back."""
+def check_decode(model, ids, cache=None, max_new_tokens=None, attention_mask=None):
+    """The one check of generation: a ``Decoder`` model and a prompt that fits."""
     from .contract import Decoder, SeparateProjections
     from .kv_cache import KVCache
 
@@ -337,11 +306,11 @@ def check_decode(
     if max_new_tokens is not None:
         check_positive(max_new_tokens=max_new_tokens)
     device = next(model.parameters()).device
-    check_token_ids(token_ids, model.vocab_size, device=device, smallest=(0, 1))
-    _room("token_ids", token_ids.shape[1], model.context_length, held, fed)
+    check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
+    _room("token_ids", ids.shape[1], model.context_length, held, fed)
     if attention_mask is None:
         return
-    check_attention_mask(m := attention_mask, token_ids, held)
+    check_attention_mask(m := attention_mask, ids, held)
     ends = max_new_tokens is None or m.is_meta or m[:, -1].all()
     expected = "end in a real token (1) in every row: generation continues after it"
     _fail(not ends, "attention_mask", expected, lambda: m.tolist())
@@ -362,11 +331,10 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None) -> None:
         check_attention_mask(attention_mask, x, held)
 
 
-def check_training(
-    model, ids, targets, ignore_index, steps=1, batch_size=1, lr=1.0, seed=0
-):
-    """The one check of training and scoring: a model, ``(N, T)`` ids and targets
-    in ``[0, vocab_size)`` or ``ignore_index``, at least one counted."""
+def check_training(model, ids, targets, steps=1, batch_size=1, lr=1.0, seed=0):
+    """The one check of training and scoring: a model, ``(N, T)`` ids and targets."""
+    from .learned import IGNORE_INDEX
+
     check_module("model", model)
     check_tensor("token_ids", ids)
     check_tensor("targets", targets)
@@ -381,17 +349,15 @@ def check_training(
     _fail(batch_size > len(ids), "batch_size", expected, batch_size)
     check_number("lr", lr)
     check_integer("seed", seed)
-    counted = targets[targets != ignore_index]
+    counted = targets[targets != IGNORE_INDEX]
     vocab_size = getattr(model, "vocab_size", math.inf)
     ok = counted.numel() and 0 <= counted.min() and counted.max() < vocab_size
-    expected = f"lie in [0, {vocab_size}) (the model's vocab_size) or be IGNORE_INDEX="
-    expected += f"{ignore_index}, with at least one that counts"
+    expected = f"be in [0, {vocab_size}) or {IGNORE_INDEX} (ignored), not all ignored"
     _fail(not ok, "targets", expected, lambda: _got(targets.unique()[:8].tolist()))
 
 
 def check_sequences(sequences: object, side: str, value: float) -> None:
-    """Raise unless ``sequences`` (``(T_i, ...)`` tensors, ``T_i >= 1``, alike
-    but in ``T_i``) can be padded into a batch on ``side`` with ``value``."""
+    """Raise unless ``sequences`` can be padded on ``side`` with ``value``."""
     check_choice("side", side, ["left", "right"])
     ok = isinstance(sequences, list | tuple) and sequences
     _type(not ok, "sequences", "be a non-empty list of tensors", _got(sequences))
@@ -413,8 +379,7 @@ def check_sequences(sequences: object, side: str, value: float) -> None:
 
 
 def check_module(name: str, module: object, kind: type = nn.Module) -> None:
-    """Raise unless ``module`` is a ``kind`` (``nn.Module`` or a Protocol); name the
-    slips: a class without ``()``, a ``state_dict()``, a Protocol's missing members."""
+    """Raise unless ``module`` is a ``kind``: an ``nn.Module`` class or a Protocol."""
     if isinstance(module, kind):
         return
     if isinstance(module, type):
@@ -424,22 +389,20 @@ def check_module(name: str, module: object, kind: type = nn.Module) -> None:
     else:
         members = {*getattr(kind, "__annotations__", {}), *vars(kind)}  # a Protocol's
         missing = sorted(m for m in members if m[0] != "_" and not hasattr(module, m))
-        got = type(module).__name__ + f", which lacks {', '.join(missing)}" * any(
-            missing
-        )
+        lacks = f", which lacks {', '.join(missing)}" if missing else ""
+        got = type(module).__name__ + lacks
     _type(True, name, f"be a {kind.__name__}", got)
 
 
 def check_copy(sa_v2: nn.Module, sa_v1: nn.Module) -> None:
     """The one check of :func:`~attention.copy_weights_v2_to_v1`."""
-    from .self_attention import SelfAttention_v1 as V1
-    from .self_attention import SelfAttention_v2 as V2
+    from .self_attention import SelfAttention_v1, SelfAttention_v2
 
-    swapped = isinstance(sa_v2, V1) and isinstance(sa_v1, V2)
+    swapped = (type(sa_v2), type(sa_v1)) == (SelfAttention_v1, SelfAttention_v2)
     expected = "be (SelfAttention_v2, SelfAttention_v1)"
     _type(swapped, "(sa_v2, sa_v1)", expected, "them swapped")
-    check_module("sa_v2", sa_v2, V2)
-    check_module("sa_v1", sa_v1, V1)
+    check_module("sa_v2", sa_v2, SelfAttention_v2)
+    check_module("sa_v1", sa_v1, SelfAttention_v1)
     if sa_v1.W_query.device.type != "meta":  # a meta sa_v1 needs no values
         check_values("sa_v2's weights", sa_v2.W_query.weight, "copy_weights_v2_to_v1")
     got = (sa_v2.d_in, sa_v2.d_out, sa_v2.W_query.bias is not None)
@@ -448,8 +411,7 @@ def check_copy(sa_v2: nn.Module, sa_v1: nn.Module) -> None:
 
 
 def check_variant(name: str, module: object) -> None:
-    """Raise unless ``module`` keeps its weights in the chapter's layout: four
-    ``nn.Linear`` layers, or its own ``mha_state_dict()`` (``TranslatesLayout``)."""
+    """Raise unless ``module`` keeps its weights in the chapter's layout (or says)."""
     from .contract import QKV, TranslatesLayout
 
     check_module(name, module)
@@ -462,8 +424,7 @@ def check_variant(name: str, module: object) -> None:
 
 
 def check_state(state: object, own: dict[str, torch.Tensor]) -> None:
-    """Raise unless ``state`` is a dict of tensors with the names and shapes of
-    ``own`` (a module's ``mha_state_dict()``), with values to copy."""
+    """Raise unless ``state`` has the tensors of ``own`` (an ``mha_state_dict()``)."""
     tensors = isinstance(state, dict) and state.values()
     ok = tensors and all(isinstance(t, torch.Tensor) for t in tensors)
     expected = "be a dict from parameter names to tensors (from mha_state_dict())"
@@ -490,8 +451,7 @@ def check_register(name: str, cls: type, info: object, taken: dict) -> None:
     is_module = isinstance(cls, type) and issubclass(cls, nn.Module)
     _type(not is_module, "cls", "be an nn.Module subclass", _got(cls))
     expected = f"be free: {name!r} is taken by {taken.get(name)}"
-    got = getattr(cls, "__name__", cls)
-    _fail(taken.get(name, cls) is not cls, "name", expected, got)
+    _fail(taken.get(name, cls) is not cls, "name", expected, cls.__name__)
     bad_info = not isinstance(info, VariantInfo | None)
     _type(bad_info, "info", "be a VariantInfo", _got(info))
 
