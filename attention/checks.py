@@ -28,6 +28,7 @@ import math
 from functools import partial
 from itertools import islice
 from numbers import Integral, Real
+from typing import Protocol
 
 import torch
 from torch import nn
@@ -240,13 +241,12 @@ def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more)
         _fail(not ok, "future", f"be None or a bool tensor of shape {shape}", got)
 
 
-def check_kv(keys, values, cached: torch.Tensor | None, context_length: int) -> None:
-    """Raise unless new ``keys`` and ``values`` ``(b, g, T_new, hd)`` fit the cache."""
+def check_kv(keys, values, cached: torch.Tensor | None, limit: int) -> None:
+    """Raise unless new ``keys``, ``values`` (b, g, T_new, hd) fit: ``limit`` tokens."""
     layout = "b g T_new head_dim"
     old = {} if cached is None else {"cached_keys": (cached, "b g T_held head_dim")}
     check_shapes(keys=(keys, layout), values=(values, layout), **old)
-    held = 0 if cached is None else cached.shape[2]
-    _room("keys", keys.shape[2], context_length, held)
+    _room("keys", keys.shape[2], limit, 0 if cached is None else cached.shape[2])
 
 
 def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0, 0)):
@@ -255,7 +255,7 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
     ok = t.dim() == 2 and t.dtype in (torch.int64, torch.int32)
     ok = ok and t.shape[0] >= smallest[0] and t.shape[1] >= smallest[1]
     expected = "be integer ids (torch.long) of 2 dimensions (batch, num_tokens)"
-    expected += f" >= {smallest}" * any(smallest)
+    expected += f" of at least {smallest}" * any(smallest)
     _fail(not ok, "token_ids", expected, f"{t.dtype}, {t.dim()}-D {_shape(t)}")
     if context_length is not None:
         _room("token_ids", t.shape[1], context_length)
@@ -364,10 +364,11 @@ def check_sequences(sequences: object, side: str, value: float) -> None:
     first = sequences[0]
     for i, seq in enumerate(sequences):
         check_tensor(f"sequences[{i}]", seq)
-        like = (_shape(first)[1:], first.dtype, first.device)
-        ok = seq.dim() and len(seq) and (_shape(seq)[1:], seq.dtype, seq.device) == like
-        expected = f"be (T_i, ...), T_i >= 1, alike after T_i, dtype, device {like}"
-        got = f"{_shape(seq)}, {seq.dtype}, {seq.device}"
+        ok = seq.dim() and len(seq) and seq.shape[1:] == first.shape[1:]
+        ok = ok and (seq.dtype, seq.device) == (first.dtype, first.device)
+        expected = "be (T_i, ...), T_i >= 1, like sequences[0] but in T_i"
+        got = f"{_shape(seq)} {seq.dtype} on {seq.device}; sequences[0] is "
+        got += f"{_shape(first)} {first.dtype} on {first.device}"
         _fail(not ok, f"sequences[{i}]", expected, got)
     _type(_not(value, Real), "value", "be a number", _got(value))
     if not (first.dtype.is_floating_point or first.dtype.is_complex):
@@ -387,8 +388,8 @@ def check_module(name: str, module: object, kind: type = nn.Module) -> None:
     elif isinstance(module, dict):
         got = "a dict; pass the module itself, not its state_dict()"
     else:
-        members = {*getattr(kind, "__annotations__", {}), *vars(kind)}  # a Protocol's
-        missing = sorted(m for m in members if m[0] != "_" and not hasattr(module, m))
+        names = {*kind.__annotations__, *vars(kind)} if Protocol in kind.__mro__ else ()
+        missing = sorted(n for n in names if n[0] != "_" and not hasattr(module, n))
         lacks = f", which lacks {', '.join(missing)}" if missing else ""
         got = type(module).__name__ + lacks
     _type(True, name, f"be a {kind.__name__}", got)
