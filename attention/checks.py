@@ -66,10 +66,6 @@ def _got(value: object) -> str:
     return text if plain else f"{text} ({type(value).__name__})"
 
 
-def _shape(t: torch.Tensor) -> tuple[int, ...]:
-    return tuple(t.shape)
-
-
 def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> None:
     """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back."""
     why = f"context_length={context_length}" + f", {held} cached" * bool(held)
@@ -170,7 +166,7 @@ got query (3,) and inputs (6, 4)
     for t, layout in tensors.values():
         dims = layout.split()
         lead = t.dim() - len(dims) + 1  # how many dimensions "..." stands for
-        shape = [_shape(t)[:lead], *t.shape[lead:]] if dims[0] == "..." else t.shape
+        shape = [t.shape[:lead], *t.shape[lead:]] if dims[0] == "..." else t.shape
         fits = lead >= 0 and len(shape) == len(dims)
         pairs = zip(dims, shape, strict=False)  # of one length if it fits
         if fits and all(sizes.setdefault(d, s) == s for d, s in pairs):
@@ -181,14 +177,14 @@ got query (3,) and inputs (6, 4)
         )
         expected += ", the same leading (batch) dimensions ..." * ("." in expected)
         fixed = "".join(f", {n}={v}" for n, v in named.items() if isinstance(v, int))
-        got = " and ".join(f"{n} {_shape(t)}" for n, (t, _) in tensors.items())
+        got = " and ".join(f"{n} {tuple(t.shape)}" for n, (t, _) in tensors.items())
         raise ValueError(f"expected {expected}, one size per name{fixed}; got {got}")
 
 
 def check_dim(name: str, t: torch.Tensor, dim: int) -> None:
     """Raise unless ``dim`` is an integer that indexes a dimension of ``t``."""
     n = max(t.dim(), 1)
-    check_integer(f"dim (of {name} {_shape(t)})", dim, smallest=-n, below=n)
+    check_integer(f"dim (of {name} {tuple(t.shape)})", dim, smallest=-n, below=n)
 
 
 def check_values(name: str, t: torch.Tensor, needed_by: str) -> None:
@@ -228,7 +224,7 @@ def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more)
         **{n: (t, layouts.get(n, "... Tq head_dim")) for n, t in more.items()},
     )
     no_key = keys.shape[-2] == 0 < queries.shape[-2]
-    got = f"queries {_shape(queries)} and keys {_shape(keys)}"
+    got = f"queries {tuple(queries.shape)} and keys {tuple(keys.shape)}"
     _fail(not queries.shape[-1] or no_key, "keys", "hold a key and head_dim >= 1", got)
     check_positive(tile_size=tile_size)
     check_flag("causal", causal)
@@ -237,7 +233,7 @@ def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more)
         check_tensor("future", future)
         shape = (queries.shape[-2], keys.shape[-2])
         ok = future.dtype == torch.bool and future.shape == shape
-        got = f"{future.dtype} {_shape(future)}"
+        got = f"{future.dtype} {tuple(future.shape)}"
         _fail(not ok, "future", f"be None or a bool tensor of shape {shape}", got)
 
 
@@ -256,7 +252,7 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
     ok = ok and t.shape[0] >= smallest[0] and t.shape[1] >= smallest[1]
     expected = "be integer ids (torch.long) of 2 dimensions (batch, num_tokens)"
     expected += f" of at least {smallest}" * any(smallest)
-    _fail(not ok, "token_ids", expected, f"{t.dtype}, {t.dim()}-D {_shape(t)}")
+    _fail(not ok, "token_ids", expected, f"{t.dtype}, {t.dim()}-D {tuple(t.shape)}")
     if context_length is not None:
         _room("token_ids", t.shape[1], context_length)
     expected = f"be on the model's device, {device}"
@@ -274,8 +270,8 @@ def check_attention_mask(attention_mask, x=None, held: int | None = None) -> Non
     shape = None if x is None else (x.shape[0], (held or 0) + x.shape[1])
     expected = "have 2 dimensions (batch, num_tokens)" + f" = {shape}" * bool(shape)
     expected += f", the {held} cached tokens included" * bool(held)
-    bad = m.dim() != 2 or shape not in (None, _shape(m))
-    _fail(bad, name, expected, f"{m.dim()} dimensions {_shape(m)}")
+    bad = m.dim() != 2 or shape not in (None, tuple(m.shape))
+    _fail(bad, name, expected, f"{m.dim()} dimensions {tuple(m.shape)}")
     device = m.device if x is None else x.device
     _fail(m.device != device, name, f"be on {device} like x", m.device)
     if m.is_meta:
@@ -340,7 +336,7 @@ def check_training(model, ids, targets, steps=1, batch_size=1, lr=1.0, seed=0):
     check_tensor("targets", targets)
     ok = ids.dim() == 2 and ids.shape == targets.shape and len(targets)
     ok = ok and targets.dtype in (torch.int64, torch.int32)
-    got = f"{_shape(ids)} and {targets.dtype} {_shape(targets)}"
+    got = f"{tuple(ids.shape)} and {targets.dtype} {tuple(targets.shape)}"
     expected = "have one shape (N, T), N >= 1, and targets integer ids"
     _fail(not ok, "token_ids and targets", expected, got)
     check_values("targets", targets, "training and scoring")
@@ -367,8 +363,8 @@ def check_sequences(sequences: object, side: str, value: float) -> None:
         ok = seq.dim() and len(seq) and seq.shape[1:] == first.shape[1:]
         ok = ok and (seq.dtype, seq.device) == (first.dtype, first.device)
         expected = "be (T_i, ...), T_i >= 1, like sequences[0] but in T_i"
-        got = f"{_shape(seq)} {seq.dtype} on {seq.device}; sequences[0] is "
-        got += f"{_shape(first)} {first.dtype} on {first.device}"
+        got = f"{tuple(seq.shape)} {seq.dtype} on {seq.device}; sequences[0] is "
+        got += f"{tuple(first.shape)} {first.dtype} on {first.device}"
         _fail(not ok, f"sequences[{i}]", expected, got)
     _type(_not(value, Real), "value", "be a number", _got(value))
     if not (first.dtype.is_floating_point or first.dtype.is_complex):
@@ -430,7 +426,7 @@ def check_state(state: object, own: dict[str, torch.Tensor]) -> None:
     ok = tensors and all(isinstance(t, torch.Tensor) for t in tensors)
     expected = "be a dict from parameter names to tensors (from mha_state_dict())"
     _type(not ok, "state", expected, _got(state))
-    got, shapes = ({n: _shape(t) for n, t in d.items()} for d in (state, own))
+    got, shapes = ({n: tuple(t.shape) for n, t in d.items()} for d in (state, own))
     expected = f"hold the module's weights {shapes}; do the modules differ in qkv_bias?"
     _fail(got != shapes, "state", expected, got)
     meta = [n for n, t in own.items() if state[n].is_meta and not t.is_meta]
