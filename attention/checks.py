@@ -68,11 +68,14 @@ def _got(value: object) -> str:
 
 def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> None:
     """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back."""
-    why = f"context_length={context_length}" + f", {held} cached" * bool(held)
-    why += f", {fed} fed back by max_new_tokens={fed + 1}" * bool(fed)
-    got = f"{num_tokens}; pass fewer or build with a larger context_length"
     room = context_length - held - fed
-    _fail(num_tokens > room, name, f"hold at most {room} tokens ({why})", got)
+    why = f" and the cache holds {held}" * bool(held)
+    why += f" and max_new_tokens={fed + 1} feeds {fed} back" * bool(fed)
+    if num_tokens > room:
+        raise ValueError(
+            f"{name} has {num_tokens} tokens but context_length is {context_length}"
+            f"{why}; pass at most {room} or build with a larger context_length"
+        )
 
 
 def check_flag(name: str, value: bool) -> None:
