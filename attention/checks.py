@@ -74,7 +74,7 @@ def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> Non
     if num_tokens > room:
         raise ValueError(
             f"{name} has {num_tokens} tokens but context_length is {context_length}"
-            f"{why}; pass at most {room} or build with a larger context_length"
+            f"{why}; pass at most {room} tokens or build with a larger context_length"
         )
 
 
