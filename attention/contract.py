@@ -46,7 +46,7 @@ import torch
 from torch import nn
 
 from ._layout import QKV, layout_names
-from .checks import check_module, check_state
+from .checks import check_module, check_state, check_variant
 
 
 @runtime_checkable
@@ -199,31 +199,6 @@ class VariantInfo:
         return cls(*args, **self.kwargs)
 
 
-def check_variant(name: str, module: object) -> None:
-    """Raise unless ``module`` is a module whose weights have the chapter's layout.
-
-    Either its own ``mha_state_dict()`` and ``load_mha_state_dict()``, or
-    ``W_query``, ``W_key``, ``W_value`` and ``out_proj`` as ``nn.Linear``.
-    """
-    check_module(name, module)
-    if not isinstance(module, TranslatesLayout):
-        _chapter_linears(module, name)
-
-
-def _chapter_linears(module: nn.Module, name: str = "module") -> dict[str, nn.Linear]:
-    """``W_query``, ``W_key``, ``W_value``, ``out_proj``, or a clear error."""
-    layers = {layer: getattr(module, layer, None) for layer in (*QKV, "out_proj")}
-    missing = [key for key, layer in layers.items() if not isinstance(layer, nn.Linear)]
-    if missing:
-        raise ValueError(
-            f"{name} must be a multi-head attention module: W_query, W_key, "
-            "W_value and out_proj as nn.Linear layers, or mha_state_dict() and "
-            f"load_mha_state_dict(); got {type(module).__name__} "
-            f"(no nn.Linear {missing})"
-        )
-    return layers
-
-
 def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
     """The weights of any variant, by the chapter's names.
 
@@ -251,10 +226,10 @@ def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
         {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
          'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
     """
-    check_module("module", module)
+    check_variant("module", module)
     if isinstance(module, TranslatesLayout):
         return module.mha_state_dict()
-    layers = _chapter_linears(module)
+    layers = {name: getattr(module, name) for name in (*QKV, "out_proj")}
     state = {}
     for name, layer in layers.items():
         state[f"{name}.weight"] = layer.weight.detach()

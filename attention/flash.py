@@ -44,7 +44,6 @@ from torch import nn
 
 from .checks import (
     check_attention_args,
-    check_backward,
     check_batch,
     check_integer,
     check_positive,
@@ -215,7 +214,7 @@ def attention_over_key_tiles(
         >>> out.shape, lse.shape
         (torch.Size([4, 10, 8]), torch.Size([4, 10]))
     """
-    check_tiled(queries, keys, values, tile_size)
+    check_tiled(queries, keys, tile_size, values=values)
     scale = queries.shape[-1] ** -0.5
     m = torch.full_like(queries[..., :1], -torch.inf)  # (..., Tq, 1)
     ell = torch.zeros_like(m)  # (..., Tq, 1)
@@ -303,7 +302,7 @@ def flash_attention(
         >>> torch.allclose(last, expected[..., 7:, :], atol=1e-6)  # 3 newest
         True
     """
-    check_tiled(queries, keys, values, tile_size, causal, dropout_p)
+    check_tiled(queries, keys, tile_size, causal, dropout_p, values=values)
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     offset = num_keys - num_queries  # query i is position i + offset
     scale = queries.shape[-1] ** -0.5
@@ -396,7 +395,7 @@ def weights_from_lse(
         >>> torch.allclose(tile, weights[4:8, 0:4], atol=1e-6)
         True
     """
-    check_backward(queries, keys, lse=lse)
+    check_tiled(queries, keys, lse=lse)
     # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
     scale = queries.shape[-1] ** -0.5
     attn_scores = queries @ keys.transpose(-2, -1) * scale
@@ -533,8 +532,14 @@ def tile_backward(
         >>> all(torch.allclose(g, e, atol=1e-6) for g, e in zip(grads, expected))
         True
     """
-    check_backward(
-        queries, keys, values, future, grad_out=grad_out, lse=lse, delta=delta
+    check_tiled(
+        queries,
+        keys,
+        future=future,
+        values=values,
+        grad_out=grad_out,
+        lse=lse,
+        delta=delta,
     )
     return _tile_backward(queries, keys, values, grad_out, lse, delta, future)
 
@@ -625,13 +630,12 @@ def flash_attention_backward(
         >>> all(torch.allclose(g, e, atol=1e-6) for g, e in zip(grads, expected))
         True
     """
-    check_backward(
+    check_tiled(
         queries,
         keys,
-        values,
-        None,
         tile_size,
-        causal=causal,
+        causal,
+        values=values,
         context_vec=context_vec,
         lse=lse,
         grad_out=grad_out,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_cached, check_index, check_kv, check_positive
+from .checks import check_cached, check_integer, check_kv, check_positive
 
 
 class KVCache:
@@ -52,7 +52,7 @@ class KVCache:
 
     def num_tokens(self, layer: int = 0) -> int:
         """How many tokens ``layer`` has cached."""
-        check_index("layer", layer, self.num_layers)
+        check_integer("layer", layer, 0, self.num_layers)
         return self._held(layer)
 
     def _held(self, layer: int) -> int:
@@ -77,7 +77,7 @@ class KVCache:
         Returns:
             ``(keys, values)`` of every token cached for ``layer``, oldest first.
         """
-        check_index("layer", layer, self.num_layers)
+        check_integer("layer", layer, 0, self.num_layers)
         check_kv(keys, values, self.keys[layer], self.context_length)
         return self._append(layer, keys, values)
 

@@ -233,7 +233,7 @@ def train_model(
         >>> len(losses), round(losses[0], 2), round(losses[-1], 2)
         (20, 2.09, 1.17)
     """
-    check_training(model, token_ids, targets, IGNORE_INDEX, steps, batch_size, lr, seed)
+    check_training(model, token_ids, targets, steps, batch_size, lr, seed)
     g = torch.Generator().manual_seed(seed)
     model.train()
     losses = []
@@ -283,7 +283,7 @@ def token_accuracy(
         >>> token_accuracy(model, token_ids, targets)
         0.3425
     """
-    check_training(model, token_ids, targets, IGNORE_INDEX)
+    check_training(model, token_ids, targets)
     predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
     counted = targets != IGNORE_INDEX  # (b, T)
     return (predicted[counted] == targets[counted]).double().mean().item()

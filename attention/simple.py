@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_dim, check_float_tensor, check_shapes
+from .checks import check_dim, check_floats, check_shapes
 
 
 def dot_scores(query: torch.Tensor, inputs: torch.Tensor) -> torch.Tensor:
@@ -75,7 +75,7 @@ def softmax_naive(x: torch.Tensor, dim: int = 0) -> torch.Tensor:
         >>> torch.softmax(torch.tensor([1000.0, 1.0]), dim=0)
         tensor([1., 0.])
     """
-    check_float_tensor("x", x)
+    check_floats(("x", x))
     check_dim("x", x, dim)
     exp = torch.exp(x)
     return exp / exp.sum(dim=dim, keepdim=True)

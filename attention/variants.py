@@ -22,8 +22,8 @@ import importlib
 
 from torch import nn
 
-from .checks import check_choice, check_register, check_same_sizes
-from .contract import VariantInfo, check_variant, load_mha_state_dict, mha_state_dict
+from .checks import check_choice, check_register, check_same_sizes, check_variant
+from .contract import VariantInfo, load_mha_state_dict, mha_state_dict
 from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
