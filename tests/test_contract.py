@@ -172,15 +172,6 @@ def test_error_input(op: table.OpInfo, error: table.ErrorInput) -> None:
     assert_message_names(raised.value, *error.names)
 
 
-@pytest.mark.parametrize("name", sorted(table.CORNERS))
-def test_corner_error_input(name: str) -> None:
-    """The four corners a fuzz of the API found, each with a clear error."""
-    error = table.CORNERS[name]
-    with pytest.raises(error.error) as raised:
-        error.call()
-    assert_message_names(raised.value, *error.names)
-
-
 def test_every_public_callable_has_a_record() -> None:
     public = [n for n in attention.__all__ if callable(getattr(attention, n))]
     missing = [n for n in public if table.covered_by(n) is None]
