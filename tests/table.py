@@ -623,8 +623,9 @@ def _kv_cache_ref(s: Sample):
 
 
 def _cached(d: Draw) -> Sample:
+    # Chunks of any size up to the whole context (6), empty ones included.
     chunks = d.draw(
-        st.lists(st.integers(0, 3), min_size=1, max_size=4).filter(
+        st.lists(st.integers(0, 6), min_size=1, max_size=4).filter(
             lambda c: sum(c) <= 6
         )
     )

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-from checks import chapter_state, reference_multihead
 
 from attention import (
     GroupedQueryAttention,
@@ -122,21 +121,6 @@ def test_the_padding_mask_matters():
     masked, _ = generate_greedy_cached(model, ids, 4, attention_mask)
     unmasked, _ = generate_greedy_cached(model, ids, 4)
     assert not torch.equal(masked, unmasked)
-
-
-@pytest.mark.parametrize("chunk", [1, 2, 3, 4, 5, 7, 11])
-@pytest.mark.parametrize("kv_heads", [4, 2], ids=["mha", "gqa"])
-def test_a_prefill_in_chunks_of_any_size_equals_the_reference(chunk, kv_heads):
-    torch.manual_seed(0)
-    attn = GroupedQueryAttention(6, 8, 11, 0.0, 4, kv_heads)
-    if kv_heads == 4:  # the chapter's class, with its own weights
-        attn = MultiHeadAttention(6, 8, 11, 0.0, 4)
-    attn = attn.double().eval()
-    x = torch.rand(2, 11, 6, dtype=torch.float64)
-    cache = KVCache(11)
-    parts = [cached_attention(attn, part, cache) for part in x.split(chunk, dim=1)]
-    expected = reference_multihead(chapter_state(attn), x, 4, kv_heads)
-    torch.testing.assert_close(torch.cat(parts, dim=1), expected)
 
 
 def test_cached_attention_gradients_match_the_full_pass_in_float64():
