@@ -1,22 +1,14 @@
 """One table of what the package promises, in the style of PyTorch's ``OpInfo``.
 
-One :class:`OpInfo` record per public callable of ``attention.__all__`` and
-one per entry of ``attention.VARIANTS`` (read when pytest collects, so an
-entry registered from a plugin or a ``conftest.py`` gets its record too).
-A record says:
-
-- ``sample``: how to draw a valid call (hypothesis draws the sizes and seeds)
-  on a device, in a dtype;
-- ``reference``: what that call must return, computed here apart from the
-  package (loops, ``einsum``, :func:`checks.reference_multihead`);
-- ``errors``: bad calls, each with the exception type it must raise and what
-  its message must name (names, not wording: a class written outside the
-  package words its own messages);
-- ``dtypes``, ``devices`` and tolerances; for a registry entry they come
-  from its :class:`attention.VariantInfo`, which also builds every module.
-
-``tests/test_contract.py`` runs generic tests over the table, with test ids
-from its keys (``test_error_input[sdpa-too-long]``).
+One :class:`OpInfo` record per public callable of ``attention.__all__`` and per
+entry of ``attention.VARIANTS`` (read at collection, so an entry registered from
+a plugin or a ``conftest.py`` gets one too): how to draw a valid call
+(``sample``), what it must return (``reference``, computed apart from the
+package), bad calls with the exception and the names their message must carry
+(``errors``: names, not wording), and ``dtypes``, ``devices``, tolerances (a
+registry entry's come from its :class:`attention.VariantInfo`, which also builds
+it). ``tests/test_contract.py`` runs generic tests over it, with ids from its
+keys (``test_error_input[sdpa-too-long]``).
 """
 
 from __future__ import annotations

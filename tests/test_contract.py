@@ -1,24 +1,18 @@
 """What the package promises, tested generically over one table.
 
-``tests/table.py`` holds one ``OpInfo``-style record per public callable and
-per entry of ``attention.VARIANTS``. The registry is read when pytest
-collects this file (``pytest_generate_tests``), so an entry added before
-collection, from a plugin or a ``conftest.py``, is tested like the others,
-with no line here or in the table. Test ids carry the record's key, e.g.
-``test_error_input[sdpa-too-long]``. ``tests/test_contract_catches.py``
-checks that a broken entry fails here and a sound one passes, also one
-written outside the package (``tests/outside_variant.py``).
+``tests/table.py`` holds a record per public callable and registry entry, read
+at collection (``pytest_generate_tests``): an entry registered from a plugin or
+a ``conftest.py`` is tested like the others; ids carry the record's key
+(``test_error_input[sdpa-too-long]``). ``tests/test_contract_catches.py``
+checks that a broken entry fails here and a sound one passes.
 
-Every record: a drawn valid call equals the reference; on each device and
-dtype of the record, what comes back stays there (and nothing is built
-elsewhere on the way); each error input raises its exception type with a
-message that names what the record says, in the callable's own words.
-
-Each registry entry also keeps the chapter's constructor and weight layout
-(``attention.contract``), equals the reference in gradients too, and is
-causal, keeps batch items apart, is deterministic in eval mode, applies
-unbiased dropout in training only, has correct gradients and survives a
-``state_dict`` round trip and ``.to(dtype)``.
+Every record: a drawn call equals its reference; outputs stay on each device
+and dtype (nothing built elsewhere on the way); each error input raises its
+type with a message naming what the record says. Each registry entry also
+keeps the chapter's constructor and weight layout, equals the reference in
+gradients, and (with the other causal classes) is causal, keeps batch items
+apart, is deterministic in eval, applies unbiased dropout in training only,
+passes gradcheck, and survives a ``state_dict`` round trip and ``.to(dtype)``.
 """
 
 from __future__ import annotations
