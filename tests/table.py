@@ -184,10 +184,14 @@ def reference_logits(model: TinyAttentionModel, ids: torch.Tensor) -> torch.Tens
     return x @ model.out_head.weight.detach().T + model.out_head.bias.detach()
 
 
-def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6) -> TinyAttentionModel:
+def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6, positions=True):
+    """One or two layers; with ``positions=None``, with or without them (drawn)."""
     layers = d.int(1, 2)
+    positions = d.flag() if positions is None else positions
     return d.module(
-        lambda: TinyAttentionModel(vocab, 4, context_length, 2, num_layers=layers)
+        lambda: TinyAttentionModel(
+            vocab, 4, context_length, 2, use_positions=positions, num_layers=layers
+        )
     )
 
 
@@ -669,7 +673,9 @@ def _decode(d: Draw) -> Sample:
         # A pad's logits mean nothing: compare the real tokens' only.
         return logits if mask is None else logits * mask[..., None]
 
-    return Sample(in_chunks, (tiny_model(d), d.ids(7, b, T)), given={"mask": mask})
+    return Sample(
+        in_chunks, (tiny_model(d, positions=None), d.ids(7, b, T)), given={"mask": mask}
+    )
 
 
 def left_padding(lengths: Sequence[int], num_tokens: int) -> torch.Tensor:
@@ -681,7 +687,7 @@ def left_padding(lengths: Sequence[int], num_tokens: int) -> torch.Tensor:
 def _generate(fn: Callable) -> Callable[[Draw], Sample]:
     def sample(d: Draw) -> Sample:
         b, P = d.int(0, 3), d.int(1, 4)
-        args = (tiny_model(d), d.ids(7, b, P), d.int(1, 3))
+        args = (tiny_model(d, positions=None), d.ids(7, b, P), d.int(1, 3))
         if d.flag():  # a left-padded batch of prompts of 1 .. P tokens
             lengths = [d.int(1, P) for _ in range(b)]
             args += (left_padding(lengths, P).to(d.device),)
@@ -1258,7 +1264,8 @@ PUBLIC: list[OpInfo] = [
         for e in bad_values(lambda v, name=name: _kv_sizes(**{name: v}), name)[:2]
     ), dtypes=(F32,), devices=CPU_ONLY),
     OpInfo("TinyAttentionModel",
-           lambda d: Sample(tiny_model(d), (d.ids(7, d.int(0, 2), d.int(1, 6)),)),
+           lambda d: Sample(tiny_model(d, positions=None),
+                            (d.ids(7, d.int(0, 2), d.int(1, 6)),)),
            lambda s: reference_logits(s.fn.cpu(), cpu(s.args[0])), (
         *(e for name in ["vocab_size", "d_model", "context_length", "num_heads"]
           for e in bad_values(lambda v, name=name: MODEL(**{name: v}), name)[:3]),
