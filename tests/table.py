@@ -501,9 +501,11 @@ def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
 
     def sample(d: Draw) -> Sample:
         Tq, Tk, hd, tile = d.int(1, 6), d.int(1, 6), d.int(1, 4), d.int(1, 5)
+        causal = d.flag()
+        if causal and fn is A.tile_backward:  # one tile pair: no query sees nothing
+            Tk = max(Tk, Tq)
         q, grad_out = d.t(2, Tq, hd), d.t(2, Tq, hd)
         k, v = d.t(2, Tk, hd), d.t(2, Tk, hd)
-        causal = fn is not A.tile_backward and d.flag()
         hidden = future(Tq, Tk).to(q.device) if causal else None
         scores = q @ k.transpose(-2, -1) / math.sqrt(hd)
         if hidden is not None:
@@ -512,7 +514,7 @@ def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
         given = {"causal": causal, "grad_out": grad_out}
         if fn is A.tile_backward:
             delta = (grad_out * out).sum(-1)
-            return Sample(fn, (q, k, v, grad_out, lse, delta), given=given)
+            return Sample(fn, (q, k, v, grad_out, lse, delta, hidden), given=given)
         if fn is A.flash_attention_backward:
             args = (q, k, v, out, lse, grad_out, causal, tile)
             return Sample(fn, args, given=given)
