@@ -22,10 +22,8 @@ def assert_printed(actual: torch.Tensor, printed: list | float) -> None:
 
 
 def assert_causal(module: nn.Module, x: torch.Tensor) -> None:
-    """Changing the tokens from ``t`` on moves no output before ``t``, and moves ``t``.
-
-    ``module`` must be in eval mode (or have no dropout); ``x`` is ``(b, T, d_in)``.
-    """
+    """Changing tokens ``t..`` moves no output before ``t``, and moves ``t``
+    (``module`` in eval mode; ``x`` is ``(b, T, d_in)``)."""
     out = module(x)
     gen = torch.Generator().manual_seed(0)
     for t in range(x.shape[1]):
@@ -53,13 +51,9 @@ def assert_eval_is_deterministic(module: nn.Module, x: torch.Tensor) -> None:
 def assert_dropout_unbiased(
     module: nn.Module, x: torch.Tensor, draws: int = 4000
 ) -> None:
-    """Dropout acts in training only, and its scaling keeps the mean unchanged.
-
-    ``x`` is one sequence ``(1, T, d_in)``. It is repeated ``draws`` times in
-    one batch, so each copy gets its own dropout mask. In training the copies
-    must differ, and their mean must equal the eval output within 6 standard
-    errors: survivors scaled by anything but ``1 / (1 - p)`` shift the mean.
-    """
+    """Dropout acts in training only, and its ``1 / (1 - p)`` scaling keeps the
+    mean: ``draws`` copies of one sequence ``(1, T, d_in)`` must differ, and
+    their mean equal the eval output within 6 standard errors."""
     expected = module.eval()(x)[0]
     with torch.no_grad():
         outs = module.train()(x.expand(draws, *x.shape[1:]))
@@ -72,10 +66,8 @@ def assert_dropout_unbiased(
 
 
 def assert_gradcheck(module: nn.Module, x: torch.Tensor) -> None:
-    """Analytic gradients of the input and of every parameter match finite ones.
-
-    ``module`` must be float64 and in eval mode; ``x`` float64.
-    """
+    """Gradients of ``x`` and every parameter match finite differences (float64,
+    eval mode)."""
     names = [name for name, p in module.named_parameters() if p.requires_grad]
     params = tuple(
         p.detach().clone().requires_grad_()
@@ -92,10 +84,8 @@ def assert_gradcheck(module: nn.Module, x: torch.Tensor) -> None:
 
 
 def assert_state_dict_round_trip(make: Callable[[int], nn.Module], x: torch.Tensor):
-    """A module loaded from another's ``state_dict`` computes what the other does.
-
-    ``make(seed)`` builds a module in eval mode.
-    """
+    """A module loaded from another's ``state_dict`` (``make(seed)``, eval mode)
+    computes what the other does."""
     source, target = make(1), make(2)
     assert not torch.allclose(source(x), target(x)), "seeds gave the same weights"
     target.load_state_dict(source.state_dict())
@@ -116,11 +106,8 @@ def capture_dropout(module: nn.Module) -> dict[str, torch.Tensor]:
 def assert_causal_dropout(
     weights: torch.Tensor, dropped: torch.Tensor, p: float
 ) -> None:
-    """Assert that ``dropped`` is inverted dropout, rate ``p``, of causal ``weights``.
-
-    ``weights`` and ``dropped`` are ``(..., T, T)`` attention weights before
-    and after dropout.
-    """
+    """``dropped`` is inverted dropout, rate ``p``, of the causal ``weights``
+    (both ``(..., T, T)``)."""
     # The future was zero before dropout and stays zero.
     future = causal_mask(weights.shape[-1]).expand_as(weights)
     assert (weights[future] == 0).all() and (dropped[future] == 0).all()
@@ -143,18 +130,12 @@ def reference_multihead(
     hidden: torch.Tensor | None = None,
     weights_only: bool = False,
 ) -> torch.Tensor:
-    """Causal multi-head attention from weights in the chapter's layout.
-
-    The suite's one reference, written apart from every class of the package
-    (``einsum``, an explicit ``-inf`` triangle), so that each class, the
-    chapter's ``MultiHeadAttention`` included, is compared with something
-    other than itself. Differentiable in ``state`` and ``x``.
-
-    ``state`` maps ``W_query.weight`` ... ``out_proj.bias`` to tensors;
-    ``x`` is ``(b, T, d_in)``. With ``num_kv_heads`` (grouped-query
-    attention) key/value head ``g`` serves query heads ``g * r`` to
-    ``g * r + r - 1``. ``hidden`` ``(b, T, T)`` hides more pairs than the
-    future; a query that sees no key gets zero weights. Returns
+    """Causal multi-head attention from ``state`` in the chapter's layout
+    (``W_query.weight`` ... ``out_proj.bias``): the suite's one reference,
+    written apart from the package (``einsum``, an explicit ``-inf`` triangle),
+    differentiable. ``x`` ``(b, T, d_in)``; with ``num_kv_heads``, key/value
+    head ``g`` serves query heads ``g * r .. g * r + r - 1``; ``hidden``
+    ``(b, T, T)`` hides more pairs (a query that sees no key gets 0). Returns
     ``(b, T, d_out)``, or the weights ``(b, h, T, T)`` with ``weights_only``.
     """
 
@@ -198,12 +179,8 @@ def chapter_state(module: nn.Module) -> dict[str, torch.Tensor]:
 
 
 def assert_message_names(error: BaseException, *names: tuple[str, ...]) -> None:
-    """The message names each of ``names``: one of each tuple's spellings.
-
-    A spelling counts as a whole word (``"4"`` is not found in ``"48"``), so a
-    message passes by naming the argument, the expected and the given value,
-    in its own words.
-    """
+    """The message names one spelling of each tuple of ``names``, as a whole
+    word (``"4"`` is not in ``"48"``), in whatever wording."""
     message = str(error)
     for spellings in names:
         found = any(

@@ -1,22 +1,14 @@
 """One table of what the package promises, in the style of PyTorch's ``OpInfo``.
 
-One :class:`OpInfo` record per public callable of ``attention.__all__`` and
-one per entry of ``attention.VARIANTS`` (read when pytest collects, so an
-entry registered from a plugin or a ``conftest.py`` gets its record too).
-A record says:
-
-- ``sample``: how to draw a valid call (hypothesis draws the sizes and seeds)
-  on a device, in a dtype;
-- ``reference``: what that call must return, computed here apart from the
-  package (loops, ``einsum``, :func:`checks.reference_multihead`);
-- ``errors``: bad calls, each with the exception type it must raise and what
-  its message must name (names, not wording: a class written outside the
-  package words its own messages);
-- ``dtypes``, ``devices`` and tolerances; for a registry entry they come
-  from its :class:`attention.VariantInfo`, which also builds every module.
-
-``tests/test_contract.py`` runs generic tests over the table, with test ids
-from its keys (``test_error_input[sdpa-too-long]``).
+One :class:`OpInfo` record per public callable of ``attention.__all__`` and per
+entry of ``attention.VARIANTS`` (read at collection, so an entry registered from
+a plugin or a ``conftest.py`` gets one too): how to draw a valid call
+(``sample``), what it must return (``reference``, computed apart from the
+package), bad calls with the exception and the names their message must carry
+(``errors``: names, not wording), and ``dtypes``, ``devices``, tolerances (a
+registry entry's come from its :class:`attention.VariantInfo`, which also builds
+it). ``tests/test_contract.py`` runs generic tests over it, with ids from its
+keys (``test_error_input[sdpa-too-long]``).
 """
 
 from __future__ import annotations
@@ -192,10 +184,14 @@ def reference_logits(model: TinyAttentionModel, ids: torch.Tensor) -> torch.Tens
     return x @ model.out_head.weight.detach().T + model.out_head.bias.detach()
 
 
-def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6) -> TinyAttentionModel:
+def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6, positions=True):
+    """One or two layers; with ``positions=None``, with or without them (drawn)."""
     layers = d.int(1, 2)
+    positions = d.flag() if positions is None else positions
     return d.module(
-        lambda: TinyAttentionModel(vocab, 4, context_length, 2, num_layers=layers)
+        lambda: TinyAttentionModel(
+            vocab, 4, context_length, 2, use_positions=positions, num_layers=layers
+        )
     )
 
 
@@ -505,9 +501,11 @@ def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
 
     def sample(d: Draw) -> Sample:
         Tq, Tk, hd, tile = d.int(1, 6), d.int(1, 6), d.int(1, 4), d.int(1, 5)
+        causal = d.flag()
+        if causal and fn is A.tile_backward:  # one tile pair: no query sees nothing
+            Tk = max(Tk, Tq)
         q, grad_out = d.t(2, Tq, hd), d.t(2, Tq, hd)
         k, v = d.t(2, Tk, hd), d.t(2, Tk, hd)
-        causal = fn is not A.tile_backward and d.flag()
         hidden = future(Tq, Tk).to(q.device) if causal else None
         scores = q @ k.transpose(-2, -1) / math.sqrt(hd)
         if hidden is not None:
@@ -516,7 +514,7 @@ def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
         given = {"causal": causal, "grad_out": grad_out}
         if fn is A.tile_backward:
             delta = (grad_out * out).sum(-1)
-            return Sample(fn, (q, k, v, grad_out, lse, delta), given=given)
+            return Sample(fn, (q, k, v, grad_out, lse, delta, hidden), given=given)
         if fn is A.flash_attention_backward:
             args = (q, k, v, out, lse, grad_out, causal, tile)
             return Sample(fn, args, given=given)
@@ -551,11 +549,6 @@ def _softmax_backward_ref(s: Sample):
 def _backward_delta(d: Draw) -> Sample:
     shape = (d.int(0, 2), d.int(1, 4), d.int(1, 4))
     return Sample(A.backward_delta, (d.t(*shape), d.t(*shape)))
-
-
-def _backward_delta_ref(s: Sample):
-    grad_out, out = (cpu(a).double() for a in s.args)
-    return torch.einsum("btd,btd->bt", grad_out, out)
 
 
 def _weights_from_lse(d: Draw) -> Sample:
@@ -628,8 +621,9 @@ def _kv_cache_ref(s: Sample):
 
 
 def _cached(d: Draw) -> Sample:
+    # Chunks of any size up to the whole context (6), empty ones included.
     chunks = d.draw(
-        st.lists(st.integers(0, 3), min_size=1, max_size=4).filter(
+        st.lists(st.integers(0, 6), min_size=1, max_size=4).filter(
             lambda c: sum(c) <= 6
         )
     )
@@ -681,7 +675,9 @@ def _decode(d: Draw) -> Sample:
         # A pad's logits mean nothing: compare the real tokens' only.
         return logits if mask is None else logits * mask[..., None]
 
-    return Sample(in_chunks, (tiny_model(d), d.ids(7, b, T)), given={"mask": mask})
+    return Sample(
+        in_chunks, (tiny_model(d, positions=None), d.ids(7, b, T)), given={"mask": mask}
+    )
 
 
 def left_padding(lengths: Sequence[int], num_tokens: int) -> torch.Tensor:
@@ -693,7 +689,7 @@ def left_padding(lengths: Sequence[int], num_tokens: int) -> torch.Tensor:
 def _generate(fn: Callable) -> Callable[[Draw], Sample]:
     def sample(d: Draw) -> Sample:
         b, P = d.int(0, 3), d.int(1, 4)
-        args = (tiny_model(d), d.ids(7, b, P), d.int(1, 3))
+        args = (tiny_model(d, positions=None), d.ids(7, b, P), d.int(1, 3))
         if d.flag():  # a left-padded batch of prompts of 1 .. P tokens
             lengths = [d.int(1, P) for _ in range(b)]
             args += (left_padding(lengths, P).to(d.device),)
@@ -726,11 +722,6 @@ def _generate_ref(s: Sample):
     if not rows:
         return ids.new_zeros(0, ids.shape[1] + n), torch.zeros(0, n, V)
     return torch.stack(rows), torch.stack(logits)
-
-
-def _kv_cache_bytes(d: Draw) -> Sample:
-    sizes = [d.int(1, 5) for _ in range(5)]
-    return Sample(attention.kv_cache_bytes, (*sizes, d.pick([2, 4, 8])))
 
 
 def _order_blind_ref(s: Sample) -> float:
@@ -814,38 +805,9 @@ def _variant_info(d: Draw) -> Sample:
     return Sample(build_and_call, (info, x), given={"directly": directly})
 
 
-def _softmax_naive(d: Draw) -> Sample:
-    return Sample(A.softmax_naive, (d.t(d.int(1, 5)),))
-
-
-def _simple(d: Draw) -> Sample:
-    return Sample(A.simple_self_attention, (d.t(d.int(1, 5), d.int(1, 5)),))
-
-
-def _causal_mask(d: Draw) -> Sample:
-    return Sample(A.causal_mask, (d.int(1, 8),), {"device": d.device})
-
-
-def _mask_with_neg_inf(d: Draw) -> Sample:
-    T = d.int(1, 5)
-    return Sample(A.mask_with_neg_inf, (d.t(2, T, T),))
-
-
 def _renormalize_ref(s: Sample) -> torch.Tensor:
     scores = cpu(s.given["scores"])
     return softmax_rows(scores, future(*scores.shape))
-
-
-def _copied_ref(s: Sample) -> torch.Tensor:
-    return s.args[0](cpu(s.args[2]))
-
-
-def _cross_ref(s: Sample) -> torch.Tensor:
-    return attend(*qkv(s.fn, *(cpu(a) for a in s.args)))
-
-
-def _count(d: Draw) -> Sample:
-    return Sample(A.count_parameters, (_counted(d),))
 
 
 def _breakdown(d: Draw) -> Sample:
@@ -854,10 +816,6 @@ def _breakdown(d: Draw) -> Sample:
 
 def _softmax_ref(s: Sample) -> torch.Tensor:
     return softmax_rows(cpu(s.args[0]).double())
-
-
-def _key_padding_ref(s: Sample) -> torch.Tensor:
-    return cpu(s.args[0]) == 0
 
 
 def _decode_ref(s: Sample) -> torch.Tensor:
@@ -870,31 +828,6 @@ def _decode_ref(s: Sample) -> torch.Tensor:
     for n, real in enumerate(cpu(s.given["mask"]).bool()):
         logits[n, real] = reference_logits(model, ids[n, real][None])[0]
     return logits
-
-
-def _repeat_kv(d: Draw) -> Sample:
-    x = d.t(d.int(0, 2), d.int(1, 5), d.int(0, 4), 3)
-    return Sample(A.repeat_kv, (x, d.int(1, 5)))
-
-
-def _repeat_kv_ref(s: Sample) -> torch.Tensor:
-    return cpu(s.args[0]).repeat_interleave(s.args[1], dim=1)
-
-
-def _tiny(d: Draw) -> Sample:
-    return Sample(tiny_model(d), (d.ids(7, d.int(0, 2), d.int(1, 6)),))
-
-
-def _tiny_ref(s: Sample) -> torch.Tensor:
-    return reference_logits(s.fn.cpu(), cpu(s.args[0]))
-
-
-def _attention_weights(d: Draw) -> Sample:
-    return Sample(A.attention_weights, (tiny_model(d, 5, 5), d.ids(5, 1, d.int(2, 5))))
-
-
-def _variant_info_ref(s: Sample) -> torch.Tensor:
-    return s.given["directly"](cpu(s.args[1]))
 
 
 EXAMPLE = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
@@ -1003,11 +936,6 @@ def _mass(d: Draw) -> Sample:
     return Sample(A.previous_token_mass, (weights,))
 
 
-def _mass_ref(s: Sample) -> torch.Tensor:
-    w = cpu(s.args[0])
-    return w.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=(0, -1))
-
-
 KV_SIZES = ["batch", "tokens", "layers", "kv_heads", "head_dim", "bytes_per_element"]
 
 
@@ -1045,7 +973,8 @@ PUBLIC: list[OpInfo] = [
         bad("query-int", lambda: A.dot_scores(z(3).long(), z(2, 3)), f"query; {FLOAT}"),
         bad("width", lambda: A.dot_scores(z(4), z(2, 3)), "query; 4; 3"),
     )),
-    OpInfo("softmax_naive", _softmax_naive, lambda s: softmax_rows(cpu(s.args[0])), (
+    OpInfo("softmax_naive", lambda d: Sample(A.softmax_naive, (d.t(d.int(1, 5)),)),
+           lambda s: softmax_rows(cpu(s.args[0])), (
         *not_tensors(A.softmax_naive, "x"),
         bad("x-int", lambda: A.softmax_naive(z(3).long()), f"x; {FLOAT}; int64"),
         bad("dim-1", lambda: A.softmax_naive(z(3), dim=1), "dim; 1"),
@@ -1059,18 +988,23 @@ PUBLIC: list[OpInfo] = [
             f"attn_weights; {FLOAT}"),
         bad("lengths", lambda: A.weighted_sum(z(3), z(2, 3)), "attn_weights; 3; 2"),
     )),
-    OpInfo("simple_self_attention", _simple, _simple_ref, (
+    OpInfo("simple_self_attention", lambda d: Sample(A.simple_self_attention,
+           (d.t(d.int(1, 5), d.int(1, 5)),)), _simple_ref, (
         *not_tensors(A.simple_self_attention, "inputs"),
         bad("int", lambda: A.simple_self_attention(z(3, 3).long()),
             f"inputs; {FLOAT}; int64"),
         bad("rank", lambda: A.simple_self_attention(z(3)), "inputs; 2; (3,)|1"),
     )),
-    OpInfo("causal_mask", _causal_mask, lambda s: future(s.args[0], s.args[0]), (
+    OpInfo("causal_mask", lambda d: Sample(A.causal_mask, (d.int(1, 8),),
+           {"device": d.device}), lambda s: future(s.args[0], s.args[0]), (
         *bad_values(A.causal_mask, "num_tokens"),
         bad("device-str", lambda: A.causal_mask(3, device="nowhere"),
             "device; nowhere"),
+        bad("cuda-without-cuda", lambda: A.causal_mask(3, device="cuda"),
+            "device; cuda"),  # a corner a fuzz found (issue 26), as the next three
     ), dtypes=(F32,)),
-    OpInfo("mask_with_neg_inf", _mask_with_neg_inf, _mask_ref, (
+    OpInfo("mask_with_neg_inf", lambda d: Sample(A.mask_with_neg_inf,
+           (d.t(2, *[d.int(1, 5)] * 2),)), _mask_ref, (
         *not_tensors(A.mask_with_neg_inf, "attn_scores"),
         bad("int", lambda: A.mask_with_neg_inf(z(3, 3).long()),
             f"attn_scores; {FLOAT}; int64"),
@@ -1092,17 +1026,21 @@ PUBLIC: list[OpInfo] = [
         bad("qkv_bias-None", lambda: SelfAttention_v2(4, 2, qkv_bias=None),
             "qkv_bias; None", TYPE),
     )),
-    OpInfo("copy_weights_v2_to_v1", _copy_v2_to_v1, _copied_ref, (
+    OpInfo("copy_weights_v2_to_v1", _copy_v2_to_v1,
+           lambda s: s.args[0](cpu(s.args[2])), (
         bad("swapped", lambda: COPY_V2(V1, V2), "swapped; SelfAttention_v1"),
         bad("sizes", lambda: COPY_V2(V2, SelfAttention_v1(3, 4)), "d_out|shape; 2; 4"),
         bad("bias", lambda: COPY_V2(SelfAttention_v2(3, 2, qkv_bias=True), V1),
             "qkv_bias|bias"),
         bad("class", lambda: COPY_V2(SelfAttention_v2, V1), f"sa_v2; {CLASS}", TYPE),
+        # A module of its own: Module.to() moves in place, and V2 is shared.
+        bad("from-meta", lambda: COPY_V2(SelfAttention_v2(3, 2).to("meta"), V1),
+            "sa_v2; meta"),
     ), devices=CPU_ONLY),
     OpInfo("CausalAttention", _causal, _causal_ref, batch_inputs(CAUSAL, heads=0)),
     OpInfo("MultiHeadAttentionWrapper", _wrapper, _wrapper_ref, batch_inputs(
         built(MultiHeadAttentionWrapper, **{**MHA_ARGS, "d_out": 2}), heads=1)),
-    OpInfo("CrossAttention", _cross, _cross_ref, (
+    OpInfo("CrossAttention", _cross, lambda s: attend(*qkv(s.fn, *map(cpu, s.args))), (
         *not_tensors(lambda x: CrossAttention(4, 2)(x, z(1, 3, 4)), "x"),
         *not_tensors(lambda c: CrossAttention(4, 2)(z(1, 3, 4), c), "context"),
         bad("width", lambda: CrossAttention(4, 2, d_context=5)(z(1, 3, 4), z(1, 2, 4)),
@@ -1140,7 +1078,8 @@ PUBLIC: list[OpInfo] = [
             f"{PAD}; meta; cpu"),
         bad("mask-list", lambda: PADDED([[1, 1, 1]] * 2), f"{PAD}; list", TYPE),
     )),
-    OpInfo("count_parameters", _count, _trainable, (
+    OpInfo("count_parameters", lambda d: Sample(A.count_parameters, (_counted(d),)),
+           _trainable, (
         *not_tensors(A.count_parameters, "module"),
         bad("class", lambda: A.count_parameters(MultiHeadAttention),
             f"module; {CLASS}", TYPE),
@@ -1215,7 +1154,8 @@ PUBLIC: list[OpInfo] = [
         *not_tensors(lambda p: A.softmax_backward(p, LSE), "attn_weights"),
         bad("shape", lambda: A.softmax_backward(LSE, z(1, 3)), "grad_weights; (1, 3)"),
     )),
-    OpInfo("backward_delta", _backward_delta, _backward_delta_ref, (
+    OpInfo("backward_delta", _backward_delta,
+           lambda s: torch.einsum("btd,btd->bt", *(cpu(a).double() for a in s.args)), (
         *not_tensors(lambda o: A.backward_delta(Q, o), "context_vec"),
         bad("shape", lambda: A.backward_delta(Q, z(1, 3, 3)), "context_vec; (1, 3, 3)"),
     )),
@@ -1261,7 +1201,8 @@ PUBLIC: list[OpInfo] = [
             "meta; cpu"),
         bad("value", lambda: A.pad_sequences([z(2).long()], value=0.5), "value; 0.5"),
     )),
-    OpInfo("key_padding_mask", _masks(A.key_padding_mask), _key_padding_ref, (
+    OpInfo("key_padding_mask", _masks(A.key_padding_mask),
+           lambda s: cpu(s.args[0]) == 0, (
         *not_tensors(A.key_padding_mask, PAD),
         bad("rank", lambda: A.key_padding_mask(torch.ones(3)), f"{PAD}; 2; 1"),
         bad("values", lambda: A.key_padding_mask(torch.tensor([[1, 2]])),
@@ -1311,16 +1252,23 @@ PUBLIC: list[OpInfo] = [
            _generation_errors("generate_greedy")),
     OpInfo("generate_greedy_cached", _generate(A.generate_greedy_cached), _generate_ref,
            _generation_errors("generate_greedy_cached")),
-    OpInfo("repeat_kv", _repeat_kv, _repeat_kv_ref, (
+    OpInfo("repeat_kv", lambda d: Sample(A.repeat_kv, (d.t(d.int(0, 2), d.int(1, 5),
+           d.int(0, 4), 3), d.int(1, 5))),
+           lambda s: cpu(s.args[0]).repeat_interleave(s.args[1], dim=1), (
         *not_tensors(lambda x: A.repeat_kv(x, 2), "x"),
         bad("x-rank", lambda: A.repeat_kv(z(2, 3, 4), 2), "x; 4; 3"),
         *bad_values(lambda v: A.repeat_kv(z(1, 2, 3, 4), v), "repeats"),
     )),
-    OpInfo("kv_cache_bytes", _kv_cache_bytes, lambda s: 2 * math.prod(s.args), tuple(
+    OpInfo("kv_cache_bytes", lambda d: Sample(A.kv_cache_bytes,
+           (*[d.int(1, 5) for _ in range(5)], d.pick([2, 4, 8]))),
+           lambda s: 2 * math.prod(s.args), tuple(
         e for name in KV_SIZES
         for e in bad_values(lambda v, name=name: _kv_sizes(**{name: v}), name)[:2]
     ), dtypes=(F32,), devices=CPU_ONLY),
-    OpInfo("TinyAttentionModel", _tiny, _tiny_ref, (
+    OpInfo("TinyAttentionModel",
+           lambda d: Sample(tiny_model(d, positions=None),
+                            (d.ids(7, d.int(0, 2), d.int(1, 6)),)),
+           lambda s: reference_logits(s.fn.cpu(), cpu(s.args[0])), (
         *(e for name in ["vocab_size", "d_model", "context_length", "num_heads"]
           for e in bad_values(lambda v, name=name: MODEL(**{name: v}), name)[:3]),
         bad("ids-float", lambda: MODEL()(z(1, 3)), f"{IDS_}; float32"),
@@ -1330,7 +1278,8 @@ PUBLIC: list[OpInfo] = [
         bad("ids-meta", lambda: MODEL()(z(1, 3, device="meta").long()),
             f"{IDS_}; meta"),
     )),
-    OpInfo("attention_weights", _attention_weights, _attention_weights_ref, (
+    OpInfo("attention_weights", lambda d: Sample(A.attention_weights,
+           (tiny_model(d, 5, 5), d.ids(5, 1, d.int(2, 5)))), _attention_weights_ref, (
         bad("model-sdpa", lambda: A.attention_weights(_with_attn(SDPA), IDS[:, :2]),
             "model.attn; MultiHeadAttention"),
         bad("model-class", lambda: A.attention_weights(TinyAttentionModel, IDS),
@@ -1338,7 +1287,8 @@ PUBLIC: list[OpInfo] = [
         bad("ids-float", lambda: A.attention_weights(MODEL(), IDS.float()),
             f"{IDS_}; float32"),
     )),
-    OpInfo("previous_token_mass", _mass, _mass_ref, (
+    OpInfo("previous_token_mass", _mass,
+           lambda s: cpu(s.args[0]).diagonal(-1, -2, -1).mean(dim=(0, -1)), (
         *not_tensors(A.previous_token_mass, "attn_weights"),
         bad("int", lambda: A.previous_token_mass(z(1, 1, 3, 3).long()),
             f"attn_weights; {FLOAT}"),
@@ -1346,6 +1296,8 @@ PUBLIC: list[OpInfo] = [
             "attn_weights; (b, h, T, T)|4; (2, 3)"),
         bad("one-token", lambda: A.previous_token_mass(z(1, 1, 1, 1)),
             "attn_weights; 2; 1"),
+        bad("oblong", lambda: A.previous_token_mass(z(1, 1, 3, 4)),
+            "attn_weights; 3; 4"),
     )),
     OpInfo("previous_token_data", _previous_token_data, lambda s: (True, True, True), (
         bad("seed-None", lambda: A.previous_token_data(2, 3, 4, seed=None),
@@ -1364,6 +1316,7 @@ PUBLIC: list[OpInfo] = [
         bad("ids-meta", lambda: A.order_blind_accuracy(IDS.to("meta"), 4),
             f"{IDS_}; meta"),
         bad("vocab_size-0", lambda: A.order_blind_accuracy(IDS, 0), "vocab_size; 0"),
+        bad("none", lambda: A.order_blind_accuracy(IDS[:0], 4), f"{IDS_}; 0"),
     ), devices=CPU_ONLY),
     OpInfo("token_accuracy", _token_accuracy, _token_accuracy_ref, (
         bad("targets-float", lambda: A.token_accuracy(MODEL(), IDS, IDS.float()),
@@ -1407,24 +1360,13 @@ PUBLIC: list[OpInfo] = [
         bad("info", lambda: A.register("mine", MultiHeadAttention, {}),
             "info; dict", TYPE),
     ), dtypes=(F32,), devices=CPU_ONLY),
-    OpInfo("VariantInfo", _variant_info, _variant_info_ref, (
+    OpInfo("VariantInfo", _variant_info,
+           lambda s: s.given["directly"](cpu(s.args[1])), (
         bad("indivisible", lambda: VariantInfo().build(MHA_CLASS, 4, 6, 8, 0.0, 4),
             "d_out; num_heads"),
     ), devices=CPU_ONLY),
 ]
 
-#: The four corners a fuzz of the API found (issue 26), each a ValueError.
-CORNERS: dict[str, ErrorInput] = {
-    "causal_mask": bad("cuda-without-cuda", lambda: A.causal_mask(3, device="cuda"),
-        "device; cuda"),
-    # A module of its own: Module.to() moves in place, and V2 is shared.
-    "copy_weights_v2_to_v1": bad("from-meta",
-        lambda: COPY_V2(SelfAttention_v2(3, 2).to("meta"), V1), "sa_v2; meta"),
-    "order_blind_accuracy": bad("none", lambda: A.order_blind_accuracy(IDS[:0], 4),
-        f"{IDS_}; 0"),
-    "previous_token_mass": bad("oblong", lambda: A.previous_token_mass(z(1, 1, 3, 4)),
-        "attn_weights; 3; 4"),
-}
 # fmt: on
 
 

@@ -12,12 +12,9 @@ from attention import (
     FlashAttentionFunction,
     FlashMultiHeadAttention,
     MultiHeadAttention,
-    backward_delta,
     copy_weights,
     flash_attention,
-    flash_attention_backward,
     softmax_three_pass,
-    tile_backward,
 )
 
 F64 = {"atol": 1e-12, "rtol": 1e-10}
@@ -42,23 +39,6 @@ def test_three_pass_softmax_is_torchs_and_does_not_overflow() -> None:
     weights = softmax_three_pass(scores)
     torch.testing.assert_close(weights, torch.softmax(scores, dim=-1))
     assert torch.isfinite(weights).all()  # exp(1000) would be inf
-
-
-# (b, h, T, hd): one token, a tile's worth, odd lengths, one head, wide heads
-SHAPES = [(1, 1, 1, 4), (2, 3, 13, 8), (1, 2, 16, 5), (3, 1, 7, 16), (1, 4, 33, 2)]
-TILES = [1, 3, 4, 8, 16, 64]  # some divide T, some don't, some exceed it
-
-
-def bottom_right(q, k, v, causal=True):
-    """The formula: query i of Tq sees key j of Tk when j <= i + Tk - Tq; a query
-    that sees no key gives 0 (FlashAttention's reference does the same)."""
-    t_q, t_k = q.shape[-2], k.shape[-2]
-    scores = q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5  # (..., Tq, Tk)
-    if causal:
-        rows, cols = torch.arange(t_q).unsqueeze(1), torch.arange(t_k)
-        scores = scores.masked_fill(cols > rows + t_k - t_q, -torch.inf)
-    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)  # blind rows: 0
-    return weights @ v, torch.logsumexp(scores, dim=-1)
 
 
 @pytest.mark.parametrize("tile_index", [0, 1, 2])
@@ -104,39 +84,6 @@ def test_class_with_its_default_tiles_at_a_length_they_do_not_divide() -> None:
 
 
 # --- the backward pass, step by step ------------------------------------------------
-
-
-@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
-def test_one_tile_pair_gives_the_whole_gradient_of_one_tile(causal: bool) -> None:
-    # One tile pair that covers the whole (6 queries, 9 keys) matrix: its
-    # shares are the whole gradients; with `future`, aligned bottom-right.
-    q, k, v = (t.requires_grad_() for t in qkv((3, 6, 4), num_keys=9))
-    grad_out = torch.randn(3, 6, 4, dtype=torch.float64)
-    out, lse = bottom_right(q, k, v, causal)
-    expected = torch.autograd.grad(out, (q, k, v), grad_out)
-    future = torch.arange(9) > torch.arange(6).unsqueeze(1) + 3 if causal else None
-    delta = backward_delta(grad_out, out.detach())
-    grads = tile_backward(q, k, v, grad_out, lse.detach(), delta, future)
-    for name, grad, ref in zip("qkv", grads, expected, strict=True):
-        torch.testing.assert_close(grad, ref, **F64, msg=name)
-
-
-@pytest.mark.parametrize("tile_size", [1, 3, 5, 7])
-@pytest.mark.parametrize("causal", [False, True], ids=["dense", "causal"])
-@pytest.mark.parametrize("t_q", [4, 11], ids=["Tq<Tk", "Tq=Tk"])
-def test_tiled_backward_equals_autograd(t_q: int, causal: bool, tile_size) -> None:
-    q, k, v = (t.requires_grad_() for t in qkv((2, 2, t_q, 4), num_keys=11))
-    grad_out = torch.randn(2, 2, t_q, 4, dtype=torch.float64)
-    expected_out, _ = bottom_right(q, k, v, causal)
-    expected = torch.autograd.grad(expected_out, (q, k, v), grad_out)
-    with torch.no_grad():
-        out, lse = flash_attention(q, k, v, causal, tile_size)
-        grads = flash_attention_backward(q, k, v, out, lse, grad_out, causal, tile_size)
-    out, _ = FlashAttentionFunction.apply(q, k, v, causal, tile_size)
-    again = torch.autograd.grad(out, (q, k, v), grad_out)
-    for name, grad, grad2, ref in zip("qkv", grads, again, expected, strict=True):
-        torch.testing.assert_close(grad, ref, **F64, msg=name)
-        torch.testing.assert_close(grad2, ref, **F64, msg=name)
 
 
 def test_blind_queries_get_zero_gradient_not_nan() -> None:

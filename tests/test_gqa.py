@@ -52,6 +52,7 @@ def test_the_same_seed_draws_the_same_weights_as_multihead_attention():
 
 
 def test_each_group_of_query_heads_shares_one_key_value_head():
+    # The record draws 4 heads over 2 only now and then: the quick loop needs this.
     torch.manual_seed(0)
     gqa = GroupedQueryAttention(4, 12, 8, 0.0, num_heads=6, num_kv_heads=2)
     x = _x()

@@ -1,24 +1,14 @@
 """Compare the cell outputs of two builds of the book.
 
-Usage, from the repository's root::
+Usage: ``python tests/site/compare_builds.py _build/repro-a _build/repro-b``,
+each a ``BUILDDIR`` (holding myst-nb's ``jupyter_execute/``) or that folder
+itself; exit status 0 when the outputs agree, 1 with the differences listed.
+``make repro`` runs it on two clean builds, ``test_site_stale.py`` on a copy.
 
-    python tests/site/compare_builds.py _build/repro-a _build/repro-b
-
-Each argument is a build folder (the ``BUILDDIR`` of ``make html``, which
-holds ``jupyter_execute/``, where myst-nb writes every executed notebook) or
-a ``jupyter_execute`` folder itself. Two clean builds of the same checkout
-must print the same outputs: the exit status is 0 when they do, 1 with the
-differences listed when they don't. ``make repro`` builds twice from scratch
-and runs this script; ``test_site_stale.py`` runs it on a small copy of the
-book.
-
-What is compared: for every notebook, the source of every code cell and the
-outputs of every code cell not tagged ``nondeterministic`` (benchmark
-timings). What is ignored: execution counts, timestamps and all other
-metadata, object addresses (``at 0x7f...``), how a cell's printed text was
-split into messages (the page shows it merged, ``nb_merge_streams``), and the
-parts of a Matplotlib SVG that change from run to run by design (its date and
-its random ids).
+Compared: every code cell's source, and its outputs unless it is tagged
+``nondeterministic`` (timings). Ignored: execution counts and other metadata,
+object addresses, how printed text was split into messages
+(``nb_merge_streams`` merges it), a Matplotlib SVG's date and random ids.
 """
 
 from __future__ import annotations

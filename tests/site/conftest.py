@@ -1,15 +1,10 @@
 """Fixtures for the checks of the built site (``make site``).
 
-The ``site`` and ``browser`` tests read ``$BUILDDIR/html`` (``BUILDDIR``
-defaults to ``_build``, relative to the repository's root), the output of
-``make html``. A missing build is a failure, never a skip: a green ``make
-site`` must mean that a site was there and was checked.
-
-``make html`` builds two editions, English at ``$BUILDDIR/html`` and
-简体中文 at ``$BUILDDIR/html/zh_CN``. The ``site`` fixture is parametrized
-over both, so every site, browser, offline and accessibility test runs on
-each (test ids end in ``[en]`` or ``[zh_CN]``); ``english`` is the English
-edition alone, for tests that compare the two.
+The tests read ``$BUILDDIR/html`` (default ``_build``, from the repository's
+root), the output of ``make html``; a missing build fails, never skips. The
+``site`` fixture runs each test on both editions (English at ``html``, 简体中文
+at ``html/zh_CN``; ids end in ``[en]`` or ``[zh_CN]``); ``english`` is the
+English edition alone, for tests that compare the two.
 """
 
 from __future__ import annotations
@@ -77,12 +72,8 @@ class Page:
 
     @property
     def is_notebook(self) -> bool:
-        """Whether myst-nb executed the page: its notebook is in the build.
-
-        (myst-nb saves every page it executes as ``$BUILDDIR/jupyter_execute/
-        <page>.ipynb`` while Sphinx reads it. Asking the page's source instead
-        would be wrong when the source changed after the build read it.)
-        """
+        """Whether myst-nb executed the page: ``jupyter_execute/<page>.ipynb`` is
+        in the build (the source may have changed since the build read it)."""
         return (self.notebooks / f"{self.docname}.ipynb").is_file()
 
     def resolve(self, url: str) -> Path:
@@ -92,13 +83,8 @@ class Page:
 
 
 class Site:
-    """One edition of the built site and its parsed pages.
-
-    English is ``$BUILDDIR/html`` with its notebooks in
-    ``$BUILDDIR/jupyter_execute``; another edition is ``$BUILDDIR/html/<lang>``
-    (Sphinx built it in ``$BUILDDIR/<lang>/html``) with ``$BUILDDIR/<lang>/
-    jupyter_execute``.
-    """
+    """One edition of the built site and its parsed pages; its notebooks are in
+    ``$BUILDDIR/jupyter_execute`` (English) or ``$BUILDDIR/<lang>/...``."""
 
     def __init__(self, html: Path, edition: str = "en", build: Path | None = None):
         self.html = html

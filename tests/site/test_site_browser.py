@@ -1,44 +1,24 @@
 """Every built page, opened in headless Chromium with the network switched off.
 
-The site is served from ``$BUILDDIR/html`` by a local ``http.server`` on
-127.0.0.1 (a free port), not opened as ``file://`` URLs: that is how a reader
-gets it (``make serve`` or any static host), and Chromium treats ``file://``
-differently (``fetch()`` of the notebook downloads is refused there, for one).
-Every request to another origin is aborted and recorded.
+The site is served by a local ``http.server`` (as a reader gets it: Chromium
+treats ``file://`` differently, refusing ``fetch()`` of the downloads); every
+request to another origin is aborted and recorded. One fixture visits each page
+of both editions once (a thread, browser and server per edition), with reduced
+motion, and records what happened; each test checks one promise over all pages.
 
-One fixture visits each page of both editions once, the two editions at the
-same time (a thread, a browser and a server each: the machine has two cores),
-and records what happened; the tests below each check one promise over all
-pages, so a failure lists every page that breaks it. The browser asks for
-reduced motion, so the theme's colour transitions do not run and nothing
-waits for them.
+axe-core (the copy inside ``axe-playwright-python``, injected) checks every page
+after its math is typeset and its solutions opened: every rule in the light
+scheme, then the colour rules (contrast, links told by colour) in the dark one,
+with the first link hovered. Violations go to ``$BUILDDIR/axe-<edition>.json``;
+serious and critical ones fail. Highlighted code is left to ``CODE_CONTRAST``:
+its thousands of tokens come in about ten colour pairs (axe spent 60-75% of a
+page's time on them), each checked once with WCAG 2's formula and axe's
+thresholds; ``test_code_contrast_check_catches_faint_code`` proves it fails.
 
-axe-core (the copy inside the ``axe-playwright-python`` package, injected into
-the page, so nothing is fetched) checks every page after its math is typeset
-and its solutions are opened, with the mouse off the page: every rule in the
-light colour scheme, then the rules a colour scheme changes (colour contrast,
-links told apart from text by colour) in the dark one. In both schemes the
-colour rules run with the mouse on the page's first link: that link is
-measured in the theme's hover colour, every other link in its plain one.
-Every violation it finds is written to ``$BUILDDIR/axe-<edition>.json``; the
-test fails on the serious and critical ones.
-
-Highlighted code is the one exception to axe's colour contrast, in both
-schemes. Its thousands of coloured tokens (3,400 of 6,100 elements on 3.5)
-come in about ten pairs of colours (10 on 3.5), on the flat background of their block:
-axe took 60 to 75% of its time on a page to check them one by one.
-``CODE_CONTRAST`` checks each pair once, with WCAG 2's formula and axe's
-thresholds (4.5:1, or 3:1 for large text), and names an element of every
-pair that fails; a token it cannot judge (translucent, on an image) is a
-failure too. ``test_code_contrast_check_catches_faint_code`` proves it fails.
-
-The same visit weighs each page: every response until the network is idle
-(routing turns Chromium's cache off, so each visit is a first one), against
-``PAGE_BUDGET``; the heaviest page's five heaviest resources are printed.
-
-Screenshots on request: ``SCREENSHOTS=1`` saves every page to
-``$BUILDDIR/screenshots/<edition>/<page>.png`` (1280 pixels wide) and, for
-the chapter's pages, ``<page>-phone.png`` (390 wide).
+The visit also weighs each page (every response until the network is idle,
+cache off) against ``PAGE_BUDGET``. ``SCREENSHOTS=1`` saves every page to
+``$BUILDDIR/screenshots/<edition>/<page>.png`` (1280 wide) and the chapter's
+pages at 390 wide as ``<page>-phone.png``.
 """
 
 from __future__ import annotations

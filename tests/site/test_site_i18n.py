@@ -25,6 +25,8 @@ import pytest
 from conftest import ROOT, Site, load_site
 from i18n_code import code_tokens
 
+pytestmark = pytest.mark.site
+
 ZH = "zh_CN"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Code blocks a reader sees (cell sources, listings, fenced code), outputs aside.
@@ -51,7 +53,6 @@ def _python(pre) -> bool:
     return bool(re.search(r"highlight-(i?python3?|py|default)\b", classes))
 
 
-@pytest.mark.site
 def test_both_editions_have_the_same_pages(english, zh):
     en_pages = {p.rel for p in english.pages}
     zh_pages = {p.rel for p in zh.pages}
@@ -62,7 +63,6 @@ def test_both_editions_have_the_same_pages(english, zh):
     assert len(en_pages) > 10
 
 
-@pytest.mark.site
 def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
     """No English edit is left out of the catalogs (`make update-po` forgotten).
 
@@ -105,7 +105,6 @@ def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
     )
 
 
-@pytest.mark.site
 def test_html_lang(english, zh):
     wrong = [
         f"{edition.html.name}/{p.rel}: lang={p.soup.html.get('lang')!r}"
@@ -116,7 +115,6 @@ def test_html_lang(english, zh):
     assert not wrong, wrong
 
 
-@pytest.mark.site
 def test_language_switch_leads_to_the_same_page(english, zh):
     problems = []
     for edition, other in ((english, zh), (zh, english)):
@@ -134,7 +132,6 @@ def test_language_switch_leads_to_the_same_page(english, zh):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.site
 def test_no_stray_notebook_folder_in_the_sites(english, zh):
     for html in (english.html, zh.html):
         assert not (html / "jupyter_execute").exists(), (
@@ -142,7 +139,6 @@ def test_no_stray_notebook_folder_in_the_sites(english, zh):
         )
 
 
-@pytest.mark.site
 def test_code_is_identical_once_comments_are_removed(english, zh):
     problems = []
     translated_blocks = 0
@@ -184,7 +180,6 @@ def _outputs(page) -> list[tuple[str, list[str]]]:
     return found
 
 
-@pytest.mark.site
 def test_outputs_are_identical(english, zh):
     problems = []
     for en, cn in _pairs(english, zh):
@@ -197,7 +192,6 @@ def test_outputs_are_identical(english, zh):
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.site
 def test_front_page_is_chinese(zh):
     article = zh.page("index.html").article
     texts = [el.get_text(" ", strip=True) for el in article.select("h1, p")]
@@ -207,7 +201,6 @@ def test_front_page_is_chinese(zh):
     assert captions and all(CJK.search(c) for c in captions), captions
 
 
-@pytest.mark.site
 def test_translated_listing_comments(zh):
     """Section 3.5's first code cell: its comment is Chinese, its code English."""
     page = zh.page("chapter3/3-5-causal-attention.html")
@@ -216,7 +209,6 @@ def test_translated_listing_comments(zh):
     assert "inputs = example_inputs()" in first
 
 
-@pytest.mark.site
 def test_download_notes_are_chinese(zh):
     """The note book/_ext/downloads.py adds under each page title (``notebooks.po``)."""
     problems = []
@@ -231,7 +223,6 @@ def test_download_notes_are_chinese(zh):
     assert not problems, "English left in the download notes:\n" + "\n".join(problems)
 
 
-@pytest.mark.site
 def test_output_image_alt_text_is_translated(zh):
     """Alt texts of cell outputs are messages too (``alt_message``)."""
     page = zh.page("chapter3/3-5-causal-attention.html")
@@ -245,7 +236,6 @@ def _notebook(html: Path, page) -> nbformat.NotebookNode:
     return nbformat.read(page.resolve(link["href"]), as_version=4)
 
 
-@pytest.mark.site
 def test_notebook_downloads_carry_the_chinese_text(english, zh):
     rel = "chapter3/3-5-causal-attention.html"
     en_nb = _notebook(english.html, english.page(rel))
@@ -264,7 +254,6 @@ def test_notebook_downloads_carry_the_chinese_text(english, zh):
             assert a.outputs == b.outputs
 
 
-@pytest.mark.site
 def test_chinese_search_index_is_segmented(zh):
     text = (zh.html / "searchindex.js").read_text("utf-8")
     index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
@@ -340,7 +329,6 @@ def _prose(article) -> list[str]:
     return [" ".join(block.get_text("").split()) for block in blocks]
 
 
-@pytest.mark.site
 def test_no_space_between_two_chinese_characters(zh):
     """Chinese has no spaces between words; a space between two Chinese
     characters is a slip, most often around a cross-reference whose text is
@@ -360,7 +348,6 @@ def test_no_space_between_two_chinese_characters(zh):
     )
 
 
-@pytest.mark.site
 def test_code_cell_toggles_are_chinese(zh):
     """myst-nb's toggle texts, set by -D on the Makefile's zh line."""
     toggles = [
@@ -386,7 +373,6 @@ ENGLISH_LABELS_LEFT = {
 }
 
 
-@pytest.mark.site
 def test_theme_labels_are_chinese(zh):
     """Tooltips, placeholders, labels and the colour menu of every zh page:
     the themes' words come from book/locales/zh_CN/LC_MESSAGES/sphinx.po,

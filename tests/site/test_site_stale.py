@@ -1,18 +1,12 @@
 """Outputs never go stale, and two clean builds print the same outputs.
 
-Every page that imports ``attention`` depends on the package's files (conf.py
-calls ``env.note_dependency``), so Sphinx reads it again when the package
-changes; myst-nb's execution cache is kept for one package digest and emptied when
-the digest changes, so a changed package finds no old outputs and the page runs again,
-while any other re-read (a prose edit) finds its outputs in the cache. The
-简体中文 edition, built after each English build as ``make html`` does,
-shares that cache: it shows the same outputs and executes nothing. These
-tests prove it on a small copy of the project in a temporary
-folder: the real conf.py, package and extensions, and a three-page book
-written here (a page that imports ``attention``, a page that does not, and
-the index). The copy is built with the Makefile's Sphinx options, several
-times, and Sphinx's log says which pages it read and which notebooks myst-nb
-executed.
+A page that imports ``attention`` depends on the package's files, and myst-nb's
+cache is kept per package digest: a package change re-reads and re-runs exactly
+those pages, a prose edit re-reads its page from the cache, and the 简体中文
+edition, built after each English build, shows the same outputs and executes
+nothing. Proven on a copy of the project (real conf.py, package, extensions)
+with the reduced book of ``tests/roots/stale-book``, built several times with
+the Makefile's options; Sphinx's log says what was read and executed.
 """
 
 from __future__ import annotations
@@ -45,103 +39,13 @@ SPHINX_ZH += ["-D", "language=zh_CN", *OPTIONS, "book", "_build/zh_CN/html"]
 # each process noted reached the main one.
 PROSE_PAGES = [f"prose-{i}" for i in range(1, 5)]
 
-FRONT_MATTER = """\
----
-jupytext:
-  text_representation:
-    extension: .md
-    format_name: myst
-kernelspec:
-  display_name: Python 3
-  language: python
-  name: python3
----
-"""
-INDEX = """\
-# A reduced book
-
-```{toctree}
-uses-package
-no-package
-prose-1
-prose-2
-prose-3
-prose-4
-```
-"""
-USES_PACKAGE = (
-    FRONT_MATTER
-    + """
-# A page that uses the package
-
-```{code-cell} python
-from attention import example_inputs
-from attention.data import stale_probe
-
-print("probe says", stale_probe())
-```
-
-A seeded cell: its output is the same in every build.
-
-```{code-cell} python
-import torch
-
-torch.manual_seed(123)
-print(torch.nn.Linear(3, 2)(example_inputs()))
-```
-
-A timing: different in every build, so tagged and left out of comparisons.
-
-```{code-cell} python
-:tags: [nondeterministic]
-import time
-
-print(time.perf_counter_ns())
-```
-"""
-)
-NO_PACKAGE = (
-    FRONT_MATTER
-    + """
-# A page that does not use the package
-
-```{code-cell} python
-print("the answer is", 6 * 7)
-```
-
-A print, a pause, a print: the two lines reach the notebook in two messages.
-
-```{code-cell} python
-import time
-
-print("before the pause")
-time.sleep(0.5)
-print("after the pause")
-```
-
-A print whose second argument takes long to format: a timed flush would cut
-the line in two.
-
-```{code-cell} python
-class Slow:
-    def __str__(self):
-        time.sleep(0.5)
-        return "and slow"
-
-
-print("one line,", Slow())
-```
-
-Matplotlib stamps a date and random ids into every SVG: the comparison of
-two builds must see through that.
-
-```{code-cell} python
-%config InlineBackend.figure_formats = ['svg']
-import matplotlib.pyplot as plt
-
-plt.plot([0, 1, 4, 9]);
-```
-"""
+# The reduced book (tests/roots/stale-book): a page that imports the package
+# (a seeded cell, a tagged timing), one that does not (a print cut by a pause,
+# a slow print, a Matplotlib SVG), and the index; plus the prose pages.
+STALE_BOOK = ROOT / "tests" / "roots" / "stale-book"
+INDEX, USES_PACKAGE, NO_PACKAGE = (
+    (STALE_BOOK / f"{name}.md").read_text("utf-8")
+    for name in ("index", "uses-package", "no-package")
 )
 # Appended to the copy's attention/data.py; the test edits the returned word.
 PROBE = '\n\ndef stale_probe() -> str:\n    return "{}"\n'
