@@ -31,10 +31,11 @@ def pytest_configure(config: pytest.Config) -> None:
     # Hypothesis: derandomized, so a run is the same everywhere. The quick
     # loop (`make unit`) draws a few examples per property; `make test` sets
     # HYPOTHESIS_PROFILE=full for the full count.
-    quick, full = "quick", "full"
-    settings.register_profile(quick, derandomize=True, deadline=None, max_examples=6)
-    settings.register_profile(full, derandomize=True, deadline=None, max_examples=50)
-    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", quick))
+    for profile, examples in {"quick": 6, "full": 50}.items():
+        settings.register_profile(
+            profile, derandomize=True, deadline=None, max_examples=examples
+        )
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "quick"))
 
 
 @pytest.fixture
