@@ -196,14 +196,14 @@ def check_values(name: str, t: torch.Tensor, needed_by: str) -> None:
     _fail(t.is_meta, name, expected, "a tensor on meta, which holds no values")
 
 
-def check_batch(module: nn.Module, x: torch.Tensor, ndim: int = 3) -> None:
-    """Raise unless ``module`` accepts ``x`` ``(b, T, d_in)``: a forward's one check."""
+def check_batch(module: nn.Module, x: torch.Tensor, ndim: int = 3, held=0) -> None:
+    """Raise unless ``module`` accepts ``x`` ``(b, T, d_in)`` after ``held`` cached."""
     weight = [("the module's weights", w) for w in islice(module.parameters(), 1)]
     check_floats(*weight, ("x", x))
     layout = "batch num_tokens d_in".split(" ", 3 - ndim)[-1]
     check_shapes(x=(x, layout), d_in=module.d_in)
     if hasattr(module, "context_length"):
-        _room("x", x.shape[-2], module.context_length)
+        _room("x", x.shape[-2], module.context_length, held)
 
 
 def check_cross_input(module: nn.Module, x: torch.Tensor, context: torch.Tensor):
@@ -323,9 +323,7 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None) -> None:
     check_module("attn", attn, SeparateProjections)
     check_module("cache", cache, KVCache)
     check_integer("layer", layer, 0, cache.num_layers)
-    check_batch(attn, x)
-    held = cache.num_tokens(layer)
-    _room("x", x.shape[1], attn.context_length, held)
+    check_batch(attn, x, held=(held := cache.num_tokens(layer)))
     if attention_mask is not None:
         check_attention_mask(attention_mask, x, held)
 
