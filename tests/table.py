@@ -213,6 +213,22 @@ def not_tensors(call: Callable[[object], object], name: str) -> tuple:
     )
 
 
+def tensor_errors(call, name: str, good: torch.Tensor, mixed: bool = False) -> tuple:
+    """``not_tensors``, then integers where ``good`` (float32, on the CPU) goes;
+    ``mixed``: also ``good`` in float64 and on ``meta`` beside the others."""
+    errors = (
+        *not_tensors(call, name),
+        bad(f"{name}-int", lambda: call(good.long()), f"{name}; {FLOAT}; int64"),
+    )
+    if not mixed:
+        return errors
+    return (
+        *errors,
+        bad(f"{name}-64", lambda: call(good.double()), f"{name}; float64; float32"),
+        bad(f"{name}-meta", lambda: call(good.to("meta")), f"{name}; meta; cpu"),
+    )
+
+
 #: Not a positive integer size; not a probability in [0, 1).
 SIZES = [(0, ValueError), (-1, ValueError), (True, TYPE), (2.5, TYPE), ("3", TYPE),
          (None, TYPE)]  # fmt: skip
@@ -965,34 +981,23 @@ CPU_ONLY = ("cpu",)
 # fmt: off
 PUBLIC: list[OpInfo] = [
     OpInfo("dot_scores", _dot_scores, _dot_scores_ref, (
-        *not_tensors(lambda x: A.dot_scores(x, z(2, 3)), "query"),
-        bad("query-float64", lambda: A.dot_scores(z(3).double(), z(2, 3)),
-            "query; float64; float32"),
-        bad("query-meta", lambda: A.dot_scores(z(3, device="meta"), z(2, 3)),
-            "query; meta; cpu"),
-        bad("query-int", lambda: A.dot_scores(z(3).long(), z(2, 3)), f"query; {FLOAT}"),
+        *tensor_errors(lambda x: A.dot_scores(x, z(2, 3)), "query", z(3), True),
         bad("width", lambda: A.dot_scores(z(4), z(2, 3)), "query; 4; 3"),
     )),
     OpInfo("softmax_naive", lambda d: Sample(A.softmax_naive, (d.t(d.int(1, 5)),)),
            lambda s: softmax_rows(cpu(s.args[0])), (
-        *not_tensors(A.softmax_naive, "x"),
-        bad("x-int", lambda: A.softmax_naive(z(3).long()), f"x; {FLOAT}; int64"),
+        *tensor_errors(A.softmax_naive, "x", z(3)),
         bad("dim-1", lambda: A.softmax_naive(z(3), dim=1), "dim; 1"),
         bad("dim-None", lambda: A.softmax_naive(z(3), dim=None), "dim; None", TYPE),
     )),
     OpInfo("weighted_sum", _weighted_sum, _weighted_sum_ref, (
-        *not_tensors(lambda w: A.weighted_sum(w, z(2, 3)), "attn_weights"),
-        bad("float64", lambda: A.weighted_sum(z(2).double(), z(2, 3)),
-            "attn_weights; float64; float32"),
-        bad("int", lambda: A.weighted_sum(z(2).long(), z(2, 3)),
-            f"attn_weights; {FLOAT}"),
+        *tensor_errors(lambda p: A.weighted_sum(p, z(2, 3)), "attn_weights", z(2),
+                       mixed=True),
         bad("lengths", lambda: A.weighted_sum(z(3), z(2, 3)), "attn_weights; 3; 2"),
     )),
     OpInfo("simple_self_attention", lambda d: Sample(A.simple_self_attention,
            (d.t(d.int(1, 5), d.int(1, 5)),)), _simple_ref, (
-        *not_tensors(A.simple_self_attention, "inputs"),
-        bad("int", lambda: A.simple_self_attention(z(3, 3).long()),
-            f"inputs; {FLOAT}; int64"),
+        *tensor_errors(A.simple_self_attention, "inputs", z(3, 3)),
         bad("rank", lambda: A.simple_self_attention(z(3)), "inputs; 2; (3,)|1"),
     )),
     OpInfo("causal_mask", lambda d: Sample(A.causal_mask, (d.int(1, 8),),
@@ -1005,14 +1010,10 @@ PUBLIC: list[OpInfo] = [
     ), dtypes=(F32,)),
     OpInfo("mask_with_neg_inf", lambda d: Sample(A.mask_with_neg_inf,
            (d.t(2, *[d.int(1, 5)] * 2),)), _mask_ref, (
-        *not_tensors(A.mask_with_neg_inf, "attn_scores"),
-        bad("int", lambda: A.mask_with_neg_inf(z(3, 3).long()),
-            f"attn_scores; {FLOAT}; int64"),
+        *tensor_errors(A.mask_with_neg_inf, "attn_scores", z(3, 3)),
     )),
     OpInfo("renormalize_masked", _renormalize, _renormalize_ref, (
-        *not_tensors(A.renormalize_masked, "attn_weights"),
-        bad("int", lambda: A.renormalize_masked(z(3, 3).long()),
-            f"attn_weights; {FLOAT}; int64"),
+        *tensor_errors(A.renormalize_masked, "attn_weights", z(3, 3)),
         bad("not-square", lambda: A.renormalize_masked(z(3, 2)),
             "attn_weights; (3, 2)|3"),
     )),
@@ -1105,32 +1106,24 @@ PUBLIC: list[OpInfo] = [
         bad("state-values", lambda: LOAD(MHA(), {"a": 1}), "state; tensors|Tensor"),
     ), devices=CPU_ONLY),
     OpInfo("softmax_three_pass", _rows(A.softmax_three_pass), _softmax_ref, (
-        *not_tensors(A.softmax_three_pass, "attn_scores"),
-        bad("int", lambda: A.softmax_three_pass(z(2, 3).long()),
-            f"attn_scores; {FLOAT}"),
+        *tensor_errors(A.softmax_three_pass, "attn_scores", z(2, 3)),
         bad("scalar", lambda: A.softmax_three_pass(torch.tensor(1.0)),
             "attn_scores; ()|0"),
         bad("no-columns", lambda: A.softmax_three_pass(z(3, 0)),
             "attn_scores; 0|empty"),
     )),
     OpInfo("online_softmax", _rows(A.online_softmax, True), _softmax_ref, (
-        *not_tensors(lambda s: A.online_softmax(s, 2), "attn_scores"),
-        bad("int", lambda: A.online_softmax(z(2, 3).long(), 2),
-            f"attn_scores; {FLOAT}"),
+        *tensor_errors(lambda s: A.online_softmax(s, 2), "attn_scores", z(2, 3)),
         *bad_values(lambda v: A.online_softmax(z(2, 3), v), "tile_size"),
     )),
     OpInfo("online_softmax_stats", _rows(A.online_softmax_stats, True), _stats_ref, (
-        *not_tensors(lambda s: A.online_softmax_stats(s, 2), "attn_scores"),
+        *tensor_errors(lambda s: A.online_softmax_stats(s, 2), "attn_scores", z(2, 3)),
         *bad_values(lambda v: A.online_softmax_stats(z(2, 3), v), "tile_size"),
     )),
     OpInfo("attention_over_key_tiles", _qkv_sample(TILES), _flash_ref, (
         *not_tensors(lambda q: TILES(q, Q, Q, 2), "queries"),
-        *not_tensors(lambda k: TILES(Q, k, Q, 2), "keys"),
+        *tensor_errors(lambda k: TILES(Q, k, Q, 2), "keys", Q, True),
         *not_tensors(lambda v: TILES(Q, Q, v, 2), "values"),
-        bad("keys-float64", lambda: TILES(Q, Q.double(), Q, 2),
-            "keys; float64; float32"),
-        bad("keys-meta", lambda: TILES(Q, Q.to("meta"), Q, 2), "keys; meta; cpu"),
-        bad("keys-int", lambda: TILES(Q, Q.long(), Q, 2), f"keys; {FLOAT}"),
         bad("head_dim", lambda: TILES(Q, z(1, 2, 4), Q, 2), "head_dim; 3; 4"),
         bad("batch", lambda: TILES(Q, z(2, 2, 3), z(2, 2, 3), 2),
             "keys; leading|batch"),
@@ -1140,9 +1133,7 @@ PUBLIC: list[OpInfo] = [
     )),
     OpInfo("flash_attention", _qkv_sample(A.flash_attention), _flash_ref, (
         *not_tensors(lambda q: A.flash_attention(q, Q, Q), "queries"),
-        *not_tensors(lambda v: A.flash_attention(Q, Q, v), "values"),
-        bad("keys-float64", lambda: A.flash_attention(Q, Q.double(), Q),
-            "keys; float64; float32"),
+        *tensor_errors(lambda v: A.flash_attention(Q, Q, v), "values", Q, True),
         bad("head_dim", lambda: A.flash_attention(Q, z(1, 2, 4), Q), "head_dim; 3; 4"),
         bad("causal-None", lambda: A.flash_attention(Q, Q, Q, causal=None),
             "causal; None", TYPE),
@@ -1175,14 +1166,9 @@ PUBLIC: list[OpInfo] = [
                                    "queries")),
     OpInfo("weights_from_lse", _weights_from_lse, _lse_weights_ref, (
         *not_tensors(lambda q: A.weights_from_lse(q, Q, LSE), "queries"),
-        *not_tensors(lambda lse: A.weights_from_lse(Q, Q, lse), "lse"),
+        *tensor_errors(lambda lse: A.weights_from_lse(Q, Q, lse), "lse", LSE, True),
         bad("lse-shape", lambda: A.weights_from_lse(Q, Q, z(1, 3)),
             "lse; (1, 2)|2; (1, 3)|3"),
-        bad("lse-float64", lambda: A.weights_from_lse(Q, Q, LSE.double()),
-            "lse; float64"),
-        bad("lse-meta", lambda: A.weights_from_lse(Q, Q, LSE.to("meta")), "lse; meta"),
-        bad("lse-int", lambda: A.weights_from_lse(Q, Q, LSE.long()),
-            f"lse; {FLOAT}|int64"),
         bad("head_dim", lambda: A.weights_from_lse(Q, z(1, 2, 4), LSE),
             "head_dim; 3; 4"),
     )),
@@ -1217,15 +1203,13 @@ PUBLIC: list[OpInfo] = [
     OpInfo("KVCache", _kv_cache, _kv_cache_ref, (
         *bad_values(KVCache, "context_length"),
         *bad_values(lambda v: KVCache(4, num_layers=v), "num_layers")[:3],
-        *not_tensors(lambda k: KVCache(4).update(0, k, k), "keys"),
+        *tensor_errors(lambda k: KVCache(4).update(0, k, k), "keys", z(1, 2, 1, 5)),
         bad("layer", lambda: KVCache(4).update(1, z(1, 2, 1, 5), z(1, 2, 1, 5)),
             "layer; 1"),
         bad("overflow", lambda: KVCache(2).update(0, z(1, 2, 3, 5), z(1, 2, 3, 5)),
             "context_length; 2; 3"),
         bad("keys-rank", lambda: KVCache(4).update(0, z(2, 1, 5), z(2, 1, 5)),
             "keys; 4-dimensional|4; (2, 1, 5)"),
-        bad("keys-int", lambda: KVCache(4).update(0, *[z(1, 2, 1, 5).long()] * 2),
-            f"keys; {FLOAT}"),
         bad("values-shape", lambda: KVCache(4).update(0, z(1, 2, 1, 5), z(1, 2, 1, 4)),
             "values; 5; 4"),
     )),
@@ -1237,12 +1221,7 @@ PUBLIC: list[OpInfo] = [
         bad("swapped", lambda: CACHED(z(1, 2, 4), MHA(), KVCache(6)),
             "attn; Tensor", TYPE),
         bad("cache-dict", lambda: CACHED(MHA(), z(1, 2, 4), {}), "cache; dict", TYPE),
-        bad("x-int", lambda: CACHED(MHA(), z(1, 2, 4).long(), KVCache(6)),
-            f"x; {FLOAT}; int64"),
-        bad("x-float64", lambda: CACHED(MHA(), z(1, 2, 4).double(), KVCache(6)),
-            "x; float64"),
-        bad("x-meta", lambda: CACHED(MHA(), z(1, 2, 4, device="meta"), KVCache(6)),
-            "x; meta"),
+        *tensor_errors(lambda x: CACHED(MHA(), x, KVCache(6)), "x", z(1, 2, 4), True),
         bad("x-width", lambda: CACHED(MHA(), z(1, 2, 5), KVCache(6)), "d_in; 4; 5"),
         bad("too-long", lambda: CACHED(MHA(), z(1, 7, 4), KVCache(8)),
             "context_length; 6; 7"),
@@ -1289,9 +1268,7 @@ PUBLIC: list[OpInfo] = [
     )),
     OpInfo("previous_token_mass", _mass,
            lambda s: cpu(s.args[0]).diagonal(-1, -2, -1).mean(dim=(0, -1)), (
-        *not_tensors(A.previous_token_mass, "attn_weights"),
-        bad("int", lambda: A.previous_token_mass(z(1, 1, 3, 3).long()),
-            f"attn_weights; {FLOAT}"),
+        *tensor_errors(A.previous_token_mass, "attn_weights", z(1, 1, 3, 3)),
         bad("rank", lambda: A.previous_token_mass(z(2, 3)),
             "attn_weights; (b, h, T, T)|4; (2, 3)"),
         bad("one-token", lambda: A.previous_token_mass(z(1, 1, 1, 1)),
