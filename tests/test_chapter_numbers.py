@@ -147,7 +147,7 @@ PRINTED = {
         lambda x: torch.softmax(mask_with_neg_inf(scores_789(x)) / 2**0.5, dim=-1),
         RENORMALIZED,
     ),
-    "3.5.2-causal-attention-weights": (causal_weights_789, [RENORMALIZED] * 2),
+    "3.5.3-weights-into-dropout": (causal_weights_789, [RENORMALIZED] * 2),
     "3.6.1-wrapper": (
         lambda x: seeded(123, MultiHeadAttentionWrapper, 3, 2, 6, 0.0, 2)(
             torch.stack((x, x))
