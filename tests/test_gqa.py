@@ -11,7 +11,6 @@ from attention import (
     GroupedQueryAttention,
     KVCache,
     MultiHeadAttention,
-    MultiHeadAttentionWrapper,
     cached_attention,
     count_parameters,
     kv_cache_bytes,
@@ -96,20 +95,6 @@ def test_gpt2_size_parameters_follow_the_formula(num_kv_heads):
     # W_query and out_proj (with its bias) keep their size; W_key and W_value shrink.
     expected = D * D + 2 * D * kv_width + D * D + D
     assert count_parameters(gqa) == expected
-
-
-def test_more_heads_add_parameters_only_in_the_wrapper():
-    counts = {
-        h: count_parameters(MultiHeadAttention(D, D, CONTEXT, 0.0, h)) for h in (1, 12)
-    }
-    assert counts[1] == counts[12] == 2_360_064
-    # The wrapper's d_out is one head's width, and each head has its own weights.
-    wrapper = {
-        h: count_parameters(MultiHeadAttentionWrapper(D, HEAD_DIM, CONTEXT, 0.0, h))
-        for h in (1, 12)
-    }
-    assert wrapper[1] == 3 * D * HEAD_DIM
-    assert wrapper[12] == 12 * wrapper[1]
 
 
 @pytest.mark.parametrize("num_kv_heads", [12, 4, 1])
