@@ -7,7 +7,7 @@ of both editions once (a thread, browser and server per edition), with reduced
 motion, and records what happened; each test checks one promise over all pages.
 
 axe-core (the copy inside ``axe-playwright-python``, injected) checks every page
-after its math is typeset and its solutions opened: every rule in the light
+after its solutions are opened: every rule in the light
 scheme, then the colour rules (contrast, links told by colour) in the dark one,
 with the first link hovered. Violations go to ``$BUILDDIR/axe-<edition>.json``;
 serious and critical ones fail. Highlighted code is left to ``CODE_CONTRAST``:
@@ -354,6 +354,12 @@ def check_download(tab, visit: Visit, click: bool):
         visit.note("download", f"{href}: no code cells with outputs")
 
 
+def screenshot(tab, visit: Visit, path) -> None:
+    if SCREENSHOTS:
+        tab.screenshot(path=path, full_page=True)
+        visit.screenshots.append(path)
+
+
 def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
     """Open every page of one edition; its own playwright, for its own thread."""
     shots = site.build / "screenshots" / site.edition
@@ -370,10 +376,7 @@ def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
                 visit = Visit(page)
                 result.append(visit)
                 tab = browser.open("desktop", visit)
-                if SCREENSHOTS:
-                    shot = shots / f"{page.docname}.png"
-                    tab.screenshot(path=shot, full_page=True)
-                    visit.screenshots.append(shot)
+                screenshot(tab, visit, shots / f"{page.docname}.png")
                 check_solutions(tab, visit)
                 if page.is_notebook:
                     check_download(tab, visit, click=not clicked_a_download)
@@ -384,10 +387,7 @@ def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
                     width = tab.evaluate("document.documentElement.scrollWidth")
                     if width > PHONE["width"]:
                         visit.note("phone", f"{width} px wide")
-                    if SCREENSHOTS:
-                        shot = shots / f"{page.docname}-phone.png"
-                        tab.screenshot(path=shot, full_page=True)
-                        visit.screenshots.append(shot)
+                    screenshot(tab, visit, shots / f"{page.docname}-phone.png")
         finally:
             browser.close()
     report = {v.page.rel: v.axe for v in result}
@@ -411,22 +411,20 @@ def serve(html):
         server.server_close()
 
 
-def _visit_served(site) -> list[Visit]:
-    """The whole site is served, as a host would serve it: the 简体中文 pages
-    load the English edition's copy of the assets the two share
-    (book/_ext/share_assets.py), one folder up."""
-    folder = EDITION_FOLDERS[site.edition]
-    with serve(site.build / "html") as origin:
-        return visit_edition(site, origin, f"{folder}/" if folder else "")
-
-
 @pytest.fixture(scope="session")
 def all_visits() -> dict[str, list[Visit]]:
-    """Both editions, visited at the same time: edition -> visits."""
+    """Both editions, visited at the same time: edition -> visits. The whole
+    site is served, as a host would serve it: the 简体中文 pages load the
+    English edition's copy of the assets the two share (book/_ext/share_assets.py)."""
     sites = [load_site(edition) for edition in EDITION_FOLDERS]
+
+    def visit(site):
+        folder = EDITION_FOLDERS[site.edition]
+        with serve(site.build / "html") as origin:
+            return visit_edition(site, origin, f"{folder}/" if folder else "")
+
     with ThreadPoolExecutor(len(sites)) as pool:
-        done = dict(zip(EDITION_FOLDERS, pool.map(_visit_served, sites), strict=True))
-    return done
+        return dict(zip(EDITION_FOLDERS, pool.map(visit, sites), strict=True))
 
 
 @pytest.fixture

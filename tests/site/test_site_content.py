@@ -1,6 +1,6 @@
 """What the built pages must contain: the chapter's sections, its numbers as
-the cells printed them, collapsed solutions, notebooks to download, a full
-API reference, and no tracebacks.
+the cells printed them, its exercises with their solutions, a full API
+reference, and no tracebacks.
 
 The expectations come first, in tables; the tests below only read them.
 """
