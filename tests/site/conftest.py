@@ -4,19 +4,41 @@ The tests read ``$BUILDDIR/html`` (default ``_build``, from the repository's
 root), the output of ``make html``; a missing build fails, never skips. The
 ``site`` fixture runs each test on both editions (English at ``html``, 简体中文
 at ``html/zh_CN``; ids end in ``[en]`` or ``[zh_CN]``); ``english`` is the
-English edition alone, for tests that compare the two.
+English edition alone, for tests that compare the two. Shared here: the
+problem list every check ends with, the headless Chromium the browser tests
+drive, and the wheel the pages offer.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import os
-from functools import cached_property
+import re
+import tomllib
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
 
-ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+WHEEL = f"attention-{VERSION}-py3-none-any.whl"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-default-apps",
+    "--disable-sync",
+    "--no-default-browser-check",
+    "--disable-features=Translate,MediaRouter,OptimizationHints",
+]
 
 # Pages Sphinx generates on its own; they are not pages of the book.
 GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
@@ -57,16 +79,16 @@ class Page:
         """A page written in ``book/`` (not an index, search or ``_modules`` page)."""
         return self.rel not in GENERATED and not self.rel.startswith("_")
 
-    @cached_property
+    @functools.cached_property
     def soup(self) -> BeautifulSoup:
         return BeautifulSoup(self.path.read_text("utf-8"), "html.parser")
 
-    @cached_property
+    @functools.cached_property
     def article(self):
         """The page's own content, without the theme's navigation."""
         return self.soup.select_one("article.bd-article") or self.soup
 
-    @cached_property
+    @functools.cached_property
     def has_cells(self) -> bool:
         return self.article.select_one("div.cell") is not None
 
@@ -93,11 +115,11 @@ class Site:
         folder = self.build if edition == "en" else self.build / edition
         self.notebooks = folder / "jupyter_execute"
         self.pages = [
-            Page(p, html, self.notebooks) for p in sorted(html.rglob("*.html"))
+            Page(p, html, self.notebooks)
+            for p in sorted(html.rglob("*.html"))
+            # Other editions live in folders of the site (zh_CN/): not its pages.
+            if p.relative_to(html).parts[0] not in {"_static", *EDITIONS}
         ]
-        self.pages = [p for p in self.pages if not p.rel.startswith("_static/")]
-        # Other editions live in folders of the site (zh_CN/): not its pages.
-        self.pages = [p for p in self.pages if p.rel.split("/")[0] not in EDITIONS]
 
     def page(self, rel: str) -> Page:
         for page in self.pages:
@@ -110,7 +132,9 @@ class Site:
         return [p for p in self.pages if p.is_book_page]
 
 
+@functools.cache
 def load_site(edition: str) -> Site:
+    """One edition, parsed once a session (every fixture and table shares it)."""
     html = build_dir() / "html" / EDITION_FOLDERS[edition]
     if not (html / "index.html").is_file():
         pytest.fail(
@@ -131,3 +155,42 @@ def site(request) -> Site:
 def english() -> Site:
     """The English edition alone."""
     return load_site("en")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items):
+    """``make unit`` ignores this folder, so a test here without a tier's mark
+    (the detectors' own tests, ``compare_builds``' doctests) runs as ``site``."""
+    tiers = {"site", "browser", "slow"}
+    for item in items:
+        here = item.path.is_relative_to(HERE)
+        if here and not tiers & {m.name for m in item.iter_markers()}:
+            item.add_marker(pytest.mark.site)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Headless Chromium, a module's (the visit of the site runs its own)."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_ARGS
+        )
+        yield browser
+        browser.close()
+
+
+def text_without(element, selector: str, separator: str = "") -> str:
+    """An element's text without what the selector finds in it (pages are
+    shared by every test: the cut is made in a copy)."""
+    element = copy.copy(element)
+    for tag in element.select(selector):
+        tag.decompose()
+    return element.get_text(separator)
+
+
+def assert_none(problems: Iterable[str], what: str) -> None:
+    """Fail with every problem a check found, under one line saying what they are."""
+    problems = list(problems)
+    assert not problems, f"{what}:\n" + "\n".join(problems)

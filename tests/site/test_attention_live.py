@@ -16,8 +16,7 @@ import re
 import pytest
 import torch
 from axe_playwright_python.sync_playwright import Axe
-from conftest import build_dir
-from playwright.sync_api import sync_playwright
+from conftest import CJK, build_dir
 
 from attention import attention_weights, previous_token_data, token_accuracy
 from attention.live import load_tiny_model
@@ -30,26 +29,16 @@ MODELS = ("learned", "learned-no-pos")
 FOLDER = "attention-live"  # in _static: the exported weights
 TOLERANCE = 1e-9
 BUDGET = 150_000  # bytes of the widget's scripts (code and weights) on a page
-CHROMIUM = "/usr/bin/chromium"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 WIDGET = "[data-attention-live]"
 TOKENS = f"{WIDGET} input[type=text]"
 BLOCKING = ("serious", "critical")
 FORWARD = "([m, seqs]) => seqs.map(s => window.attentionLive.forward(m, s))"
 
 
-@pytest.fixture(scope="module")
-def browser():
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield chromium
-        chromium.close()
-
-
-def open_page(browser, site, rel, width=1280):
+def open_page(chromium, site, rel, width=1280):
     """The page from disk, offline, its widget drawn; page errors fail the test."""
     size = {"width": width, "height": 900}
-    tab = browser.new_page(viewport=size, reduced_motion="reduce")
+    tab = chromium.new_page(viewport=size, reduced_motion="reduce")
     errors = []
     tab.on("pageerror", lambda e: errors.append(str(e)))
     tab.route("http*://**", lambda route: route.abort())  # nothing from the network
@@ -88,8 +77,8 @@ def screenshot(tab, name):
         tab.locator(WIDGET).screenshot(path=path, style=hide)
 
 
-def test_js_forward_equals_the_package(browser, site):
-    tab = open_page(browser, site, LEARNED)
+def test_js_forward_equals_the_package(chromium, site):
+    tab = open_page(chromium, site, LEARNED)
     logits_diff, weights_diff = largest_differences(tab, site)
     ms = tab.evaluate("window.attentionLive.timing")  # after navigation
     print(f"\n{site.edition}: |JS - torch| logits {logits_diff:.1e}, weights ", end="")
@@ -98,10 +87,10 @@ def test_js_forward_equals_the_package(browser, site):
     assert logits_diff < TOLERANCE and weights_diff < TOLERANCE
 
 
-def test_the_check_catches_a_forward_without_the_scaling(browser, english):
+def test_the_check_catches_a_forward_without_the_scaling(chromium, english):
     source = (english.html / "_static" / "attention-live.js").read_text("utf-8")
     assert source.count(" / Math.sqrt(hd)") == 1
-    tab = open_page(browser, english, LEARNED)
+    tab = open_page(chromium, english, LEARNED)
     tab.add_script_tag(content=source.replace(" / Math.sqrt(hd)", ""))
     logits_diff, weights_diff = largest_differences(tab, english, count=5)
     assert logits_diff > TOLERANCE and weights_diff > TOLERANCE
@@ -118,14 +107,14 @@ def test_exported_weights_are_the_trained_models(english):
         assert f"{token_accuracy(model, test_ids, test_targets):.4f}" == shown
 
 
-def test_chapter_widget_starts_with_the_printed_numbers(browser, site):
+def test_chapter_widget_starts_with_the_printed_numbers(chromium, site):
     cells = site.page(CHAPTER).article.select("div.cell")
 
     def printed(source):  # the 4-decimal numbers a cell printed
         [cell] = [c for c in cells if source in c.select_one(".cell_input").get_text()]
         return re.findall(r"-?\d+\.\d{4}", cell.select_one(".cell_output").get_text())
 
-    tab = open_page(browser, site, CHAPTER, width=360)
+    tab = open_page(chromium, site, CHAPTER, width=360)
     values = "els => els.map(e => e.textContent)"
     shown = {
         key: tab.eval_on_selector_all(f"[data-live={key}] .al-value", values)
@@ -153,8 +142,8 @@ def assert_fits_and_passes_axe(tab):
         assert not found, (scheme, found)
 
 
-def test_learned_widget_by_keyboard_and_narrow(browser, site):
-    tab = open_page(browser, site, LEARNED, width=360)
+def test_learned_widget_by_keyboard_and_narrow(chromium, site):
+    tab = open_page(chromium, site, LEARNED, width=360)
     tokens = tab.get_attribute(WIDGET, "data-tokens")
     first = tab.evaluate(FORWARD, ["learned", [[int(t) for t in tokens.split(",")]]])[0]
     tab.focus("[role=gridcell][tabindex='0']")
@@ -168,7 +157,7 @@ def test_learned_widget_by_keyboard_and_narrow(browser, site):
     screenshot(tab, f"learned-{site.edition}-360")
     assert_fits_and_passes_axe(tab)
     words = tab.inner_text(f"{WIDGET} .al-controls")
-    chinese = bool(re.search(r"[\u4e00-\u9fff]", words))
+    chinese = bool(CJK.search(words))
     assert chinese == (site.edition == "zh_CN"), words
     tab.set_viewport_size({"width": 1280, "height": 900})
     screenshot(tab, f"learned-{site.edition}")

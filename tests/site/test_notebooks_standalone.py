@@ -6,12 +6,13 @@ would fetch a CUDA build), then exactly the notes' command, ``pip install
 "attention-<version>-py3-none-any.whl[notebooks]"``, with the site's wheel
 alone in the folder. Every English download runs there with nbclient; every
 other edition's download must run the same tokens (comments aside) with the
-same metadata, so running it too would prove nothing more.
+same metadata, so running it too would prove nothing more. The wheel itself
+must hold the whole package: the unit tests' editable install reads
+``attention/`` in place and would hide a module or data file it leaves out.
 """
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import os
@@ -27,10 +28,16 @@ from pathlib import Path
 
 import nbformat
 import pytest
-from bs4 import BeautifulSoup
-from conftest import EDITION_FOLDERS, ROOT, build_dir
+from conftest import (
+    EDITION_FOLDERS,
+    ROOT,
+    VERSION,
+    WHEEL,
+    assert_none,
+    build_dir,
+    load_site,
+)
 from i18n_code import code_tokens
-from IPython.core.inputtransformer2 import TransformerManager
 from packaging.requirements import Requirement
 
 pytestmark = [pytest.mark.site, pytest.mark.slow]
@@ -41,38 +48,28 @@ TORCH = "torch==2.13.0"
 CELL_TIMEOUT = 600  # seconds; the slowest cell of the book takes under a minute
 WORKERS = 2  # notebooks run at a time: one per core
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of IPython's tracebacks
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-WHEEL = f"attention-{VERSION}-py3-none-any.whl"
 ARCHIVE = f"attention-book-code-{VERSION}.zip"
 
 
-def offered_files(html: Path, suffix: str) -> dict[str, Path]:
-    """``{"3-5-causal-attention.ipynb": <file>}`` for the edition's download links.
-
-    The edition's own pages only: another edition's folder is not searched.
-    """
-    found: dict[str, Path] = {}
-    for page in sorted(html.rglob("*.html")):
-        top = page.relative_to(html).parts[0]
-        if top in {"_static", "_modules"} or top in EDITION_FOLDERS.values():
-            continue
-        soup = BeautifulSoup(page.read_text("utf-8"), "html.parser")
-        for link in soup.select(f"a[href$='{suffix}']"):
-            href = link["href"].split("#", 1)[0]
-            found[Path(href).name] = (page.parent / href).resolve()
-    return found
+def offered_files(edition: str, suffix: str) -> dict[str, Path]:
+    """``{"3-5-causal-attention.ipynb": <file>}`` for the edition's download links."""
+    return {
+        Path(link["href"].split("#", 1)[0]).name: page.resolve(link["href"])
+        for page in load_site(edition).pages
+        if not page.rel.startswith("_modules/")
+        for link in page.soup.select(f"a[href$='{suffix}']")
+    }
 
 
-def edition_html(edition: str) -> Path:
-    return build_dir() / "html" / EDITION_FOLDERS[edition]
-
-
-def executed_notebooks(edition: str) -> list[str]:
+def executed_notebooks(*editions: str) -> list[str]:
     """``en/3-5-causal-attention.ipynb`` for each notebook myst-nb executed for
-    the edition: the names its pages must offer, found without parsing a page."""
-    folder = build_dir() if edition == "en" else build_dir() / edition
-    names = (p.name for p in (folder / "jupyter_execute").rglob("*.ipynb"))
-    return sorted(f"{edition}/{name}" for name in names)
+    the editions: the names their pages must offer, found without parsing a
+    page. With no build, one name that fails (a failure, never a skip)."""
+    folders = {
+        e: build_dir() / EDITION_FOLDERS[e] / "jupyter_execute" for e in editions
+    }
+    names = [f"{e}/{p.name}" for e, f in folders.items() for p in f.rglob("*.ipynb")]
+    return sorted(names) or ["<no notebooks found>"]
 
 
 @functools.cache
@@ -82,22 +79,13 @@ def downloads() -> dict[str, Path]:
     return {
         f"{edition}/{name}": path
         for edition in EDITION_FOLDERS
-        for name, path in offered_files(edition_html(edition), ".ipynb").items()
+        for name, path in offered_files(edition, ".ipynb").items()
     }
 
 
-# With no build there is nothing to parametrize over; one case that fails
-# says so (a missing build is a failure, never a skip).
-RUN = executed_notebooks("en") or [
-    "<no notebooks found>"
-]  # they run in the reader's kernel
+RUN = executed_notebooks("en")  # they run in the reader's kernel
 # The other editions' downloads, each proven to run the English code.
-TRANSLATED = [
-    name
-    for edition in EDITION_FOLDERS
-    if edition != "en"
-    for name in executed_notebooks(edition)
-] or ["<no notebooks found>"]
+TRANSLATED = executed_notebooks(*(e for e in EDITION_FOLDERS if e != "en"))
 
 
 def _notebook(name: str) -> nbformat.NotebookNode:
@@ -108,27 +96,6 @@ def _notebook(name: str) -> nbformat.NotebookNode:
             pytrace=False,
         )
     return nbformat.read(downloads()[name], as_version=4)
-
-
-def imported_modules(source: str) -> set[str]:
-    """Top-level names of the modules a code cell imports (magics allowed)."""
-    tree = ast.parse(TransformerManager().transform_cell(source))
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-def test_imported_modules_are_found():
-    """The import finder itself: aliases, submodules, magics, strings."""
-    cell = (
-        "%matplotlib inline\nimport torch.nn as nn, json\n"
-        "from myst_nb import glue\nprint('import os')\n"
-    )
-    assert imported_modules(cell) == {"torch", "json", "myst_nb"}
 
 
 def test_pins_satisfy_the_notebooks_extra():
@@ -147,26 +114,76 @@ def test_pins_satisfy_the_notebooks_extra():
 
 
 def test_every_executed_page_offers_its_notebook_in_both_editions(site):
-    executed = {p.docname.rsplit("/", 1)[-1] for p in site.pages if p.is_notebook}
-    assert executed, "no page was executed by myst-nb"
+    """Every page with code cells was executed, and only those pages offer a
+    notebook: their own (test_site_browser.py opens each), under a note with
+    the install command and links to the wheel and the archive."""
+    executed = {p.docname.rsplit("/", 1)[-1]: p for p in site.pages if p.is_notebook}
+    not_run = [p.docname for p in site.book_pages if p.has_cells and not p.is_notebook]
+    assert executed and not not_run, f"not executed in {site.notebooks}: {not_run}"
     offered = {n.split("/", 1)[1] for n in downloads() if n.startswith(site.edition)}
     assert offered == {f"{name}.ipynb" for name in executed}
+    install = f'pip install "{WHEEL}[notebooks]"'
+
+    def note_problems(name, page):
+        link = page.article.select_one("a.download[href$='.ipynb']")
+        if link is None or Path(link["href"]).name != f"{name}.ipynb":
+            yield f"{page.rel}: its link does not serve {name}.ipynb"
+            return
+        note = link.find_parent("div", class_="nb-download-tip")
+        if note is None or install not in note.get_text():
+            yield f"{page.rel}: the download note lacks {install}"
+            return
+        for suffix in (".whl", ".zip"):
+            found = [a for a in note.select("a") if a["href"].endswith(suffix)]
+            if len(found) != 1 or not page.resolve(found[0]["href"]).is_file():
+                yield f"{page.rel}: the note's {suffix} link is broken"
+
+    problems = (p for name, page in executed.items() for p in note_problems(name, page))
+    assert_none(problems, "notebook downloads and their notes")
 
 
 def test_the_notes_offer_one_wheel_of_this_version(site):
-    wheels = offered_files(site.html, ".whl")
+    wheels = offered_files(site.edition, ".whl")
     assert list(wheels) == [WHEEL], wheels
     assert wheels[WHEEL].is_file()
 
 
+@pytest.fixture(scope="module")
+def wheel() -> Path:
+    """The wheel the English pages offer (``make html`` built it)."""
+    if WHEEL not in (wheels := offered_files("en", ".whl")):
+        pytest.fail(f"No {WHEEL} offered in {build_dir() / 'html'}: run `make html`.")
+    return wheels[WHEEL]
+
+
+def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel):
+    package = {
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "attention").rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts
+        if path.suffix not in {".pyc", ".pyo"}
+    }
+    assert "attention/bench/__init__.py" in package  # the subpackage exists
+    assert any(name.startswith("attention/_data/") for name in package)
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert not package - names, f"missing from {wheel.name}: {package - names}"
+    info = f"{WHEEL.split('-py3')[0]}.dist-info/"
+    strays = [n for n in names if not n.startswith(("attention/", info))]
+    assert not strays, f"{wheel.name} ships files outside the package: {strays}"
+    (metadata,) = [n for n in names if n.endswith("/METADATA")]
+    metadata = zipfile.ZipFile(wheel).read(metadata).decode()
+    assert "Provides-Extra: notebooks" in metadata
+    assert "Requires-Dist: torch" in metadata
+
+
 def test_the_archive_holds_every_download_and_the_wheel(site):
     """The front page's archive: the same bytes as the page downloads."""
-    archives = offered_files(site.html, ".zip")
+    archives = offered_files(site.edition, ".zip")
     assert list(archives) == [ARCHIVE], archives
     with zipfile.ZipFile(archives[ARCHIVE]) as archive:
         names = archive.namelist()
         assert WHEEL in names
-        wheel = offered_files(site.html, ".whl")[WHEEL]
+        wheel = offered_files(site.edition, ".whl")[WHEEL]
         assert archive.read(WHEEL) == wheel.read_bytes()
         notebooks = {Path(n).name: n for n in names if n.endswith(".ipynb")}
         prefix = f"{site.edition}/"
@@ -178,35 +195,26 @@ def test_the_archive_holds_every_download_and_the_wheel(site):
             assert archive.read(notebooks[name]) == path.read_bytes(), name
 
 
-@pytest.mark.parametrize("name", RUN + TRANSLATED)
-def test_download_does_not_import_myst_nb(name):
-    cells = [c for c in _notebook(name).cells if c.cell_type == "code"]
-    bad = [c.source for c in cells if "myst_nb" in imported_modules(c.source)]
-    assert not bad, f"{name} imports myst_nb, which a reader does not have:\n" + (
-        "\n---\n".join(bad)
-    )
-
-
 @pytest.mark.parametrize("name", TRANSLATED)
 def test_translated_download_runs_the_english_code(name):
-    """Same cells, same tokens, same metadata: what the English run proves
-    holds for this download (a translated string or a broken comment fails)."""
+    """Same cells, same tokens, same outputs, same metadata: what the English
+    run proves holds for this download (a translated string or a broken comment
+    fails)."""
     translated = _notebook(name)
     english = _notebook("en/" + name.split("/", 1)[1])
     nbformat.validate(translated)
     assert translated.metadata == english.metadata, name
-
-    def code(notebook):
-        return [c.source for c in notebook.cells if c.cell_type == "code"]
-
-    assert len(code(translated)) == len(code(english)), name
+    kinds = [[c.cell_type for c in nb.cells] for nb in (translated, english)]
+    assert kinds[0] == kinds[1], name
     for i, (ours, theirs) in enumerate(
-        zip(code(translated), code(english), strict=True)
+        zip(translated.cells, english.cells, strict=True)
     ):
-        assert code_tokens(ours) == code_tokens(theirs), (
-            f"{name}, code cell {i}: runs other code than the English one:\n"
-            f"{ours}\n--- English:\n{theirs}"
-        )
+        if ours.cell_type == "code":
+            assert code_tokens(ours.source) == code_tokens(theirs.source), (
+                f"{name}, cell {i}: runs other code than the English one:\n"
+                f"{ours.source}\n--- English:\n{theirs.source}"
+            )
+            assert ours.outputs == theirs.outputs, f"{name}, cell {i}: other outputs"
 
 
 def _run(command: list, log: list[str], cwd: Path) -> None:
@@ -223,15 +231,12 @@ def _run(command: list, log: list[str], cwd: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def reader(tmp_path_factory):
+def reader(tmp_path_factory, wheel):
     """A fresh environment made as the notes say, from the site's wheel alone."""
-    wheels = offered_files(edition_html("en"), ".whl")
-    if WHEEL not in wheels:
-        pytest.fail(f"No {WHEEL} offered in {build_dir() / 'html'}: run `make html`.")
     home = tmp_path_factory.mktemp("reader")
     downloads = home / "downloads"  # what the reader saved: the wheel, nothing else
     downloads.mkdir()
-    shutil.copy(wheels[WHEEL], downloads / WHEEL)
+    shutil.copy(wheel, downloads / WHEEL)
     venv = home / "venv"
     python = venv / "bin" / "python"
     pip = [sys.executable, "-m", "pip", "--python", python]

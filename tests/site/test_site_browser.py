@@ -7,7 +7,7 @@ of both editions once (a thread, browser and server per edition), with reduced
 motion, and records what happened; each test checks one promise over all pages.
 
 axe-core (the copy inside ``axe-playwright-python``, injected) checks every page
-after its math is typeset and its solutions opened: every rule in the light
+after its solutions are opened: every rule in the light
 scheme, then the colour rules (contrast, links told by colour) in the dark one,
 with the first link hovered. Violations go to ``$BUILDDIR/axe-<edition>.json``;
 serious and critical ones fail. Highlighted code is left to ``CODE_CONTRAST``:
@@ -27,49 +27,23 @@ import contextlib
 import functools
 import json
 import os
-import re
 import shutil
 import threading
+from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 
 import nbformat
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from conftest import EDITION_FOLDERS, load_site
+from conftest import CHROMIUM, CHROMIUM_ARGS, EDITION_FOLDERS, assert_none, load_site
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from playwright.sync_api import sync_playwright
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-default-apps",
-    "--disable-sync",
-    "--no-default-browser-check",
-    "--disable-features=Translate,MediaRouter,OptimizationHints",
-]
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 390, "height": 844}
-# Raw TeX that the build should have drawn (book/_ext/svgmath.py), outside code.
-RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\frac|\\sum|\\mathrm|\\text\{")
-
-UNTYPESET_MATH = """() => Array.from(document.querySelectorAll('article .math'))
-  .filter(el => !el.querySelector('svg[role=img]'))
-  .map(el => el.textContent.trim().slice(0, 60))"""
-TEXT_OUTSIDE_CODE = """() => {
-  const article = document.querySelector('article');
-  if (!article) return '';
-  const copy = article.cloneNode(true);
-  copy.querySelectorAll('pre, code, script, style, svg, .highlight')
-      .forEach(el => el.remove());
-  return copy.textContent;
-}"""
 # A first visit must not weigh more (issue 30): every byte the page loads until
 # the network is idle, uncompressed (the size http.server sends).
 PAGE_BUDGET = 1_200_000
@@ -191,26 +165,34 @@ class _QuietHandler(SimpleHTTPRequestHandler):
         pass
 
 
+# What a visit records as problems, by kind, and what a test failing on it says.
+PROMISES = {
+    "console": "errors in the browser's console",
+    "failed": "requests to the site that failed",
+    "external": "requests to other hosts (blocked)",
+    "icons": "icons without their glyph",
+    "solutions": "solutions that do not toggle",
+    "download": "notebook downloads that fail",
+    "phone": f"wider than a {PHONE['width']} px phone",
+    "axe": "axe runs on a page still changing colour",
+    "code contrast": "highlighted code below WCAG AA contrast (CODE_CONTRAST)",
+}
+
+
 class Visit:
     """What happened while one page was open."""
 
     def __init__(self, page):
         self.page = page  # a Page from conftest
-        self.console_errors: list[str] = []
-        self.failed: list[str] = []
-        self.external: list[str] = []
-        self.math_problems: list[str] = []
-        self.solution_problems: list[str] = []
-        self.download_problems: list[str] = []
-        self.phone_problems: list[str] = []
+        self.problems: dict[str, list[str]] = defaultdict(list)  # kind -> found
         self.axe: list[dict] = []  # axe-core's violations, with their scheme
-        self.axe_problems: list[str] = []  # runs that could not be trusted
         self.axe_runs: list[str] = []  # "<scheme>: axe-core <version>", per run
-        self.code_contrast: list[str] = []  # CODE_CONTRAST's failures
-        self.code_groups = 0  # colour groups of highlighted code it measured
+        self.code_groups = 0  # colour groups of highlighted code CODE_CONTRAST measured
         self.screenshots: list = []
         self.loaded: dict[str, int] = {}  # URL -> bytes, on the first visit
-        self.missing_icons: list[str] = []
+
+    def note(self, kind: str, *found: str) -> None:
+        self.problems[kind] += found
 
 
 class Browser:
@@ -242,26 +224,26 @@ class Browser:
         if url.startswith(self.origin + "/"):
             route.continue_()
         else:
-            self.visit.external.append(url)
+            self.visit.note("external", url)
             route.abort("blockedbyclient")
 
     def _console(self, message):
         if message.type == "error":
-            self.visit.console_errors.append(f"{message.text} ({message.location})")
+            self.visit.note("console", f"{message.text} ({message.location})")
 
     def _page_error(self, error):
-        self.visit.console_errors.append(f"uncaught: {error}")
+        self.visit.note("console", f"uncaught: {error}")
 
     def _failed(self, request):
         if request.url.startswith(self.origin):
-            self.visit.failed.append(f"{request.url}: {request.failure}")
+            self.visit.note("failed", f"{request.url}: {request.failure}")
 
     def _response(self, response):
         if self.weighing:
             length = response.headers.get("content-length", "0")
             self.visit.loaded[response.url] = int(length)
         if response.status >= 400:
-            self.visit.failed.append(f"{response.url}: HTTP {response.status}")
+            self.visit.note("failed", f"{response.url}: HTTP {response.status}")
 
     def open(self, tab: str, visit: Visit):
         self.visit = visit
@@ -271,18 +253,11 @@ class Browser:
         page.goto(f"{self.origin}/{self.prefix}{visit.page.rel}", wait_until=idle)
         self.weighing = False
         if tab == "desktop":
-            visit.missing_icons += page.evaluate(MISSING_ICONS)
+            visit.note("icons", *page.evaluate(MISSING_ICONS))
         return page
 
     def close(self):
         self.chromium.close()
-
-
-def check_math(tab, visit: Visit):
-    untypeset = tab.evaluate(UNTYPESET_MATH)
-    visit.math_problems += [f"not typeset: {tex}" for tex in untypeset]
-    raw = sorted(set(RAW_TEX.findall(tab.evaluate(TEXT_OUTSIDE_CODE))))
-    visit.math_problems += [f"raw TeX left in the text: {r}" for r in raw]
 
 
 def check_solutions(tab, visit: Visit):
@@ -293,13 +268,13 @@ def check_solutions(tab, visit: Visit):
         label = solution.locator(".admonition-title").inner_text().strip()
         body = solution.locator(":scope > :not(.admonition-title)").first
         if body.is_visible():
-            visit.solution_problems.append(f"{label!r} is visible before a click")
+            visit.note("solutions", f"{label!r} is visible before a click")
             continue
         solution.locator(".admonition-title").click()
         try:
             body.wait_for(state="visible", timeout=2000)
         except PlaywrightTimeout:
-            visit.solution_problems.append(f"{label!r} stays hidden after a click")
+            visit.note("solutions", f"{label!r} stays hidden after a click")
 
 
 def check_accessibility(tab, visit: Visit, axe: Axe) -> None:
@@ -320,7 +295,7 @@ def check_accessibility(tab, visit: Visit, axe: Axe) -> None:
         if hovered:
             link.hover()
         if running := tab.evaluate(RUNNING_TRANSITIONS):
-            visit.axe_problems.append(f"{scheme}: {running} transitions still run")
+            visit.note("axe", f"{scheme}: {running} transitions still run")
         response = axe.run(tab, OUTSIDE_CODE, AXE_COLOR_OPTIONS).response
         violations += response["violations"]
         engine = response["testEngine"]
@@ -331,7 +306,7 @@ def check_accessibility(tab, visit: Visit, axe: Axe) -> None:
         )
         visit.axe += [{"scheme": scheme, **v} for v in violations]
         code = tab.evaluate(CODE_CONTRAST, HIGHLIGHTED)
-        visit.code_contrast += [f"{scheme}: {f}" for f in code["failures"]]
+        visit.note("code contrast", *(f"{scheme}: {f}" for f in code["failures"]))
         visit.code_groups += code["groups"]
     tab.mouse.move(0, 0)
     tab.emulate_media(color_scheme="light")
@@ -356,7 +331,7 @@ def check_download(tab, visit: Visit, click: bool):
     """The notebook download link serves a valid executed notebook."""
     links = tab.locator("article a.download[href$='.ipynb']")
     if links.count() != 1:
-        visit.download_problems.append(f"{links.count()} notebook download links")
+        visit.note("download", f"{links.count()} notebook download links")
         return
     href = links.first.get_attribute("href")
     if click:  # once, the way a reader does it
@@ -366,17 +341,23 @@ def check_download(tab, visit: Visit, click: bool):
     else:
         status, text = tab.evaluate(FETCH, href)
         if status != 200:
-            visit.download_problems.append(f"{href}: HTTP {status}")
+            visit.note("download", f"{href}: HTTP {status}")
             return
     try:
         notebook = nbformat.reads(text, as_version=4)
         nbformat.validate(notebook)
     except (ValueError, nbformat.ValidationError) as error:  # not JSON, not nbformat
-        visit.download_problems.append(f"{href}: not a valid notebook ({error})")
+        visit.note("download", f"{href}: not a valid notebook ({error})")
         return
     code = [c for c in notebook.cells if c.cell_type == "code"]
     if not code or not any(c.outputs for c in code):
-        visit.download_problems.append(f"{href}: no code cells with outputs")
+        visit.note("download", f"{href}: no code cells with outputs")
+
+
+def screenshot(tab, visit: Visit, path) -> None:
+    if SCREENSHOTS:
+        tab.screenshot(path=path, full_page=True)
+        visit.screenshots.append(path)
 
 
 def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
@@ -395,11 +376,7 @@ def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
                 visit = Visit(page)
                 result.append(visit)
                 tab = browser.open("desktop", visit)
-                check_math(tab, visit)
-                if SCREENSHOTS:
-                    shot = shots / f"{page.docname}.png"
-                    tab.screenshot(path=shot, full_page=True)
-                    visit.screenshots.append(shot)
+                screenshot(tab, visit, shots / f"{page.docname}.png")
                 check_solutions(tab, visit)
                 if page.is_notebook:
                     check_download(tab, visit, click=not clicked_a_download)
@@ -409,11 +386,8 @@ def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
                     tab = browser.open("phone", visit)
                     width = tab.evaluate("document.documentElement.scrollWidth")
                     if width > PHONE["width"]:
-                        visit.phone_problems.append(f"{width} px wide")
-                    if SCREENSHOTS:
-                        shot = shots / f"{page.docname}-phone.png"
-                        tab.screenshot(path=shot, full_page=True)
-                        visit.screenshots.append(shot)
+                        visit.note("phone", f"{width} px wide")
+                    screenshot(tab, visit, shots / f"{page.docname}-phone.png")
         finally:
             browser.close()
     report = {v.page.rel: v.axe for v in result}
@@ -437,22 +411,20 @@ def serve(html):
         server.server_close()
 
 
-def _visit_served(site) -> list[Visit]:
-    """The whole site is served, as a host would serve it: the 简体中文 pages
-    load the English edition's copy of the assets the two share
-    (book/_ext/share_assets.py), one folder up."""
-    folder = EDITION_FOLDERS[site.edition]
-    with serve(site.build / "html") as origin:
-        return visit_edition(site, origin, f"{folder}/" if folder else "")
-
-
 @pytest.fixture(scope="session")
 def all_visits() -> dict[str, list[Visit]]:
-    """Both editions, visited at the same time: edition -> visits."""
+    """Both editions, visited at the same time: edition -> visits. The whole
+    site is served, as a host would serve it: the 简体中文 pages load the
+    English edition's copy of the assets the two share (book/_ext/share_assets.py)."""
     sites = [load_site(edition) for edition in EDITION_FOLDERS]
+
+    def visit(site):
+        folder = EDITION_FOLDERS[site.edition]
+        with serve(site.build / "html") as origin:
+            return visit_edition(site, origin, f"{folder}/" if folder else "")
+
     with ThreadPoolExecutor(len(sites)) as pool:
-        done = dict(zip(EDITION_FOLDERS, pool.map(_visit_served, sites), strict=True))
-    return done
+        return dict(zip(EDITION_FOLDERS, pool.map(visit, sites), strict=True))
 
 
 @pytest.fixture
@@ -460,33 +432,14 @@ def visits(site, all_visits) -> list[Visit]:
     return all_visits[site.edition]
 
 
-def assert_none(visits, attribute: str, what: str) -> None:
-    problems = [f"{v.page.rel}: {p}" for v in visits for p in getattr(v, attribute)]
-    assert not problems, f"{what}:\n" + "\n".join(problems)
-
-
 def test_every_page_was_visited(site, visits):
     assert {p.rel for p in site.book_pages} <= {v.page.rel for v in visits}
 
 
-def test_no_console_errors(visits):
-    assert_none(visits, "console_errors", "errors in the browser's console")
-
-
-def test_no_failed_requests(visits):
-    assert_none(visits, "failed", "requests to the site that failed")
-
-
-def test_no_requests_leave_the_site(visits):
-    assert_none(visits, "external", "requests to other hosts (blocked)")
-
-
-def test_math_is_typeset(visits):
-    assert_none(visits, "math_problems", "math not drawn")
-
-
-def test_theme_icons_are_drawn(visits):
-    assert_none(visits, "missing_icons", "icons without their glyph")
+@pytest.mark.parametrize("kind", PROMISES)
+def test_no_page_shows_problems_of_a_kind(visits, kind):
+    problems = (f"{v.page.rel}: {p}" for v in visits for p in v.problems[kind])
+    assert_none(problems, PROMISES[kind])
 
 
 def test_first_visit_is_within_the_page_budget(visits):
@@ -503,18 +456,6 @@ def test_first_visit_is_within_the_page_budget(visits):
     assert not over, f"pages over {PAGE_BUDGET:,} bytes: {over}\n{report}"
 
 
-def test_solutions_are_hidden_until_clicked(visits):
-    assert_none(visits, "solution_problems", "solutions that do not toggle")
-
-
-def test_notebook_downloads_work(visits):
-    assert_none(visits, "download_problems", "notebook downloads that fail")
-
-
-def test_chapter_pages_fit_a_phone(visits):
-    assert_none(visits, "phone_problems", f"wider than a {PHONE['width']} px phone")
-
-
 def test_axe_checked_every_page_in_both_schemes(visits):
     """A page with no violations passes only if axe really ran on it."""
     for visit in visits:
@@ -526,7 +467,6 @@ def test_axe_checked_every_page_in_both_schemes(visits):
             assert all("first link hovered" in r for r in visit.axe_runs), (
                 visit.axe_runs
             )
-    assert_none(visits, "axe_problems", "axe runs on a page still changing colour")
 
 
 def test_no_serious_accessibility_violations(visits):
@@ -548,10 +488,9 @@ def test_highlighted_code_has_enough_contrast(site, visits):
     assert with_code, "no page with highlighted code"
     unmeasured = [v.page.rel for v in with_code if not v.code_groups]
     assert not unmeasured, f"code on these pages was not measured: {unmeasured}"
-    assert_none(visits, "code_contrast", "highlighted code below WCAG AA contrast")
 
 
-def test_code_contrast_check_catches_faint_code():
+def test_code_contrast_check_catches_faint_code(chromium):
     """The check fails on faint code, names it, and passes on plain code."""
     page = """<html><body>
       <div class="highlight" style="background: #fff"><pre>
@@ -560,16 +499,9 @@ def test_code_contrast_check_catches_faint_code():
       </pre></div>
       <div class="highlight" style="background: #fff; opacity: 0.5"><pre>dim</pre></div>
     </body></html>"""
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS
-        )
-        try:
-            tab = chromium.new_page()
-            tab.set_content(page)
-            result = tab.evaluate(CODE_CONTRAST, HIGHLIGHTED)
-        finally:
-            chromium.close()
+    tab = chromium.new_page()
+    tab.set_content(page)
+    result = tab.evaluate(CODE_CONTRAST, HIGHLIGHTED)
     failures = "\n".join(result["failures"])
     assert result["groups"] == 4, result
     assert '"faint"' in failures and "1.61:1" in failures, failures

@@ -1,6 +1,6 @@
 """What the built pages must contain: the chapter's sections, its numbers as
-the cells printed them, collapsed solutions, notebooks to download, a full
-API reference, and no tracebacks.
+the cells printed them, its exercises with their solutions, a full API
+reference, and no tracebacks.
 
 The expectations come first, in tables; the tests below only read them.
 """
@@ -9,35 +9,25 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+from conftest import EDITION_FOLDERS, ROOT, assert_none, load_site, text_without
 
 pytestmark = pytest.mark.site
 
-ROOT = Path(__file__).resolve().parents[2]
 CH = "chapter3/"
 
-# Every section of the chapter, on the page that holds it.
-SECTIONS = [
-    ("3.1", CH + "3-1-long-sequences"),
-    ("3.2", CH + "3-2-attention-mechanisms"),
-    ("3.3", CH + "3-3-self-attention"),
-    ("3.3.1", CH + "3-3-self-attention"),
-    ("3.3.2", CH + "3-3-self-attention"),
-    ("3.4", CH + "3-4-trainable-weights"),
-    ("3.4.1", CH + "3-4-trainable-weights"),
-    ("3.4.2", CH + "3-4-trainable-weights"),
-    ("3.5", CH + "3-5-causal-attention"),
-    ("3.5.1", CH + "3-5-causal-attention"),
-    ("3.5.2", CH + "3-5-causal-attention"),
-    ("3.5.3", CH + "3-5-causal-attention"),
-    ("3.6", CH + "3-6-multi-head-attention"),
-    ("3.6.1", CH + "3-6-multi-head-attention"),
-    ("3.6.2", CH + "3-6-multi-head-attention"),
-    ("Summary", CH + "summary"),
-]
+# Every section of the chapter, by the page that holds it.
+SECTIONS = {
+    "3-1-long-sequences": ["3.1"],
+    "3-2-attention-mechanisms": ["3.2"],
+    "3-3-self-attention": ["3.3", "3.3.1", "3.3.2"],
+    "3-4-trainable-weights": ["3.4", "3.4.1", "3.4.2"],
+    "3-5-causal-attention": ["3.5", "3.5.1", "3.5.2", "3.5.3"],
+    "3-6-multi-head-attention": ["3.6", "3.6.1", "3.6.2"],
+    "summary": ["Summary"],
+}
 
 # The chapter's numbers, as a cell on the page must print them (any of the
 # spellings). Seeded results only: dropout masks differ between platforms.
@@ -64,27 +54,64 @@ KEY_NUMBERS = [
     (("2360064", "2,360,064"), CH + "3-6-multi-head-attention", "GPT-2 size MHA"),
 ]
 
-# The chapter's exercises (3.1 in 3.4.2; 3.2 and 3.3 in 3.6): at least this
-# many per page, each with a solution.
+# The chapter's exercises (3.1 in 3.4.2; 3.2 and 3.3 in 3.6): this many per
+# page, each with a solution.
 EXERCISES = {
     CH + "3-4-trainable-weights": 1,
     CH + "3-6-multi-head-attention": 2,
 }
 
+# The tag of a cell that shows an error on purpose (the package's ValueError
+# for a bad input, say); myst-nb lets such a cell raise and puts the tag on
+# its HTML as a class.
+EXPECTED_ERROR = "raises-exception"
+ERROR = f"div.cell.tag_{EXPECTED_ERROR}"
 
-def number_pattern(value: str) -> re.Pattern:
+
+def number_pattern(*spellings: str) -> re.Pattern:
     """A printed number, not part of a longer one (nor its negative)."""
-    return re.compile(rf"(?<![\d.\-]){re.escape(value)}(?![\d])")
+    either = "|".join(map(re.escape, spellings))
+    return re.compile(rf"(?<![\d.\-])(?:{either})(?![\d])")
 
 
-def heading_text(heading) -> str:
-    """A heading's words, without the ``#`` permalink."""
-    words = [s for s in heading.strings if not s.find_parent("a", class_="headerlink")]
-    return "".join(words).strip()
+BOTH, ZH = tuple(EDITION_FOLDERS), ("zh_CN",)
+P35, P36 = CH + "3-5-causal-attention", CH + "3-6-multi-head-attention"
+ZH_COMMENT = r"inputs = example_inputs\(\)  # \(6, 3\)：六个词元，d_in = 3\n"
+ZH_ALT = ".cell_output img[alt^='一个 6×6 的网格']"  # alt texts are messages too
+# What a page must show: (what, editions, page, selector, pattern): the text
+# of something the selector finds in the page's article holds the pattern.
+SHOWN = [
+    *(
+        (n, BOTH, CH + page, "h1, h2, h3, h4, h5, h6", rf"^{start}(?![.\d])")
+        for page, numbers in SECTIONS.items()
+        for n in numbers
+        for start in [re.escape(n) if n != "Summary" else "(Summary|本章小结|小结)"]
+    ),
+    *(
+        (m, BOTH, page, "div.cell_output", number_pattern(*v).pattern)
+        for v, page, m in KEY_NUMBERS
+    ),
+    ("error: input too long", BOTH, P35, ERROR, "tokens but context_length is"),
+    ("error: heads", BOTH, P36, ERROR, "d_out must be divisible by num_heads"),
+    ("comment translated, code not", ZH, P35, "div.cell_input pre", ZH_COMMENT),
+    ("alt text translated", ZH, P35, ZH_ALT, ""),
+]
 
 
-def cell_outputs(page) -> str:
-    return "\n".join(o.get_text() for o in page.article.select("div.cell_output"))
+@pytest.mark.parametrize(
+    ("edition", "docname", "selector", "pattern"),
+    [(e, *row[2:]) for row in SHOWN for e in row[1]],
+    ids=[f"{e}-{row[0]}" for row in SHOWN for e in row[1]],
+)
+def test_page_shows(edition, docname, selector, pattern):
+    texts = [el.get_text() for el in page_article(edition, docname).select(selector)]
+    assert any(re.search(pattern, text) for text in texts), (
+        f"nothing {selector!r} finds on {docname} holds {pattern!r}: {texts[:12]}"
+    )
+
+
+def page_article(edition: str, docname: str):
+    return load_site(edition).page(docname + ".html").article
 
 
 def source_pages() -> dict[str, Path]:
@@ -104,83 +131,20 @@ def test_every_source_page_is_built(site):
     assert not missing, f"pages in book/ without HTML (stale build?): {missing}"
 
 
-@pytest.mark.parametrize(("number", "docname"), SECTIONS, ids=[s for s, _ in SECTIONS])
-def test_section_heading(site, number, docname):
-    page = site.page(docname + ".html")
-    headings = [heading_text(h) for h in page.article.find_all(re.compile("^h[1-6]$"))]
-    start = re.escape(number) if number != "Summary" else "(Summary|本章小结|小结)"
-    pattern = re.compile(rf"^{start}(?![.\d])", re.IGNORECASE)
-    assert any(pattern.match(h) for h in headings), (
-        f"no heading '{number} ...' on {docname}; its headings: {headings}"
-    )
+def test_every_exercise_has_a_solution(site):
+    """Each solution follows its exercise (exercise_style in conf.py): the next
+    box after an exercise is its solution. That it is collapsed and opens on a
+    click is test_site_browser.py's ``solutions``."""
 
-
-def test_key_numbers_in_cell_outputs(site):
-    outputs = {}
-    missing = []
-    for values, docname, meaning in KEY_NUMBERS:
-        if docname not in outputs:
-            outputs[docname] = cell_outputs(site.page(docname + ".html"))
-        if not any(number_pattern(v).search(outputs[docname]) for v in values):
-            elsewhere = [
-                p.docname
-                for p in site.book_pages
-                if any(number_pattern(v).search(cell_outputs(p)) for v in values)
-            ]
-            missing.append(
-                f"{' or '.join(values)} ({meaning}) on {docname}"
-                + (f", found only on {elsewhere}" if elsewhere else "")
-            )
-    assert not missing, "numbers no cell printed:\n" + "\n".join(missing)
-
-
-@pytest.mark.parametrize(("docname", "count"), EXERCISES.items())
-def test_chapter_exercises(site, docname, count):
-    page = site.page(docname + ".html")
-    exercises = page.article.select("div.exercise")
-    assert len(exercises) >= count, f"{len(exercises)} exercises, expected {count}+"
-
-
-def test_every_exercise_has_a_collapsed_solution(site):
-    problems = []
-    for page in site.book_pages:
-        solutions = page.article.select("div.solution")
-        # Each solution follows its exercise (exercise_style in conf.py): the
-        # next exercise or solution after an exercise is its solution.
+    def missing(page):
         boxes = page.article.select("div.exercise, div.solution")
         for here, after in zip(boxes, [*boxes[1:], None][: len(boxes)], strict=True):
-            if "exercise" in here.get("class", []) and (
-                after is None or "solution" not in after.get("class", [])
+            if "exercise" in here["class"] and (
+                after is None or "solution" not in after["class"]
             ):
-                problems.append(
-                    f"{page.docname}: exercise {here.get('id')} has no solution"
-                )
-        for solution in solutions:
-            classes = set(solution.get("class", []))
-            if not {"admonition", "dropdown"} <= classes or "toggle-shown" in classes:
-                problems.append(
-                    f"{page.docname}: solution {solution.get('id')} is open"
-                )
-        if solutions:
-            scripts = [s.get("src", "") for s in page.soup.find_all("script")]
-            selector = [
-                s.get_text()
-                for s in page.soup.find_all("script")
-                if "togglebuttonSelector" in s.get_text()
-            ]
-            if not any("togglebutton.js" in s for s in scripts):
-                problems.append(f"{page.docname}: togglebutton.js is not loaded")
-            if not any(".admonition.dropdown" in s for s in selector):
-                problems.append(
-                    f"{page.docname}: togglebutton does not collapse dropdowns"
-                )
-    assert not problems, "\n".join(problems)
+                yield f"{page.docname}: exercise {here.get('id')} has no solution"
 
-
-# The tag of a cell that shows an error on purpose (the package's ValueError
-# for a bad input, say); myst-nb lets such a cell raise and puts the tag on
-# its HTML as a class.
-EXPECTED_ERROR = "raises-exception"
+    assert_none((m for page in site.book_pages for m in missing(page)), "exercises")
 
 
 def test_no_page_shows_a_traceback(site):
@@ -194,100 +158,42 @@ def test_no_page_shows_a_traceback(site):
             problems.append(f"{page.docname}: 'Traceback (most recent call last)'")
         for block in page.article.select("div.output.traceback, div.output.error"):
             cell = block.find_parent("div", class_="cell")
-            shown = block.get_text()
-            if cell and f"tag_{EXPECTED_ERROR}" in cell.get("class", []):
-                if "ValueError" not in shown:
-                    problems.append(f"{page.docname}: not a ValueError {shown[:80]!r}")
-                continue
-            problems.append(f"{page.docname}: error output {shown[:80]!r}")
+            tagged = cell and f"tag_{EXPECTED_ERROR}" in cell["class"]
+            if not tagged or "ValueError" not in block.get_text():
+                problems.append(f"{page.docname}: error {block.get_text()[:80]!r}")
     for notebook in sorted((site.html / "_downloads").rglob("*.ipynb")):
         for cell in json.loads(notebook.read_text("utf-8"))["cells"]:
-            expected = EXPECTED_ERROR in cell.get("metadata", {}).get("tags", [])
-            for output in cell.get("outputs", []):
-                if output["output_type"] != "error":
-                    continue
-                if not expected or output["ename"] != "ValueError":
-                    problems.append(
-                        f"{notebook.name}: {output['ename']}: {output['evalue']}"
-                    )
-    assert not problems, (
-        "pages show errors (a cell that shows an error on purpose is tagged "
-        f"{EXPECTED_ERROR!r} and raises a ValueError):\n" + "\n".join(problems)
+            tagged = EXPECTED_ERROR in cell.get("metadata", {}).get("tags", [])
+            problems += [
+                f"{notebook.name}: {output['ename']}: {output['evalue']}"
+                for output in cell.get("outputs", [])
+                if output["output_type"] == "error"
+                and not (tagged and output["ename"] == "ValueError")
+            ]
+    assert_none(
+        problems,
+        f"errors shown, and not as a ValueError in a cell tagged {EXPECTED_ERROR!r}",
     )
-
-
-def test_pages_show_the_packages_errors_where_readers_meet_them(site):
-    """3.5 shows the too-long input, 3.6 the heads that don't divide d_out."""
-    expected = {
-        CH + "3-5-causal-attention": "tokens but context_length is",
-        CH + "3-6-multi-head-attention": "d_out must be divisible by num_heads",
-    }
-    for docname, message in expected.items():
-        page = site.page(docname + ".html")
-        shown = [
-            block.get_text()
-            for block in page.article.select(f"div.cell.tag_{EXPECTED_ERROR}")
-        ]
-        assert any(message in text for text in shown), (docname, shown)
 
 
 # "Exercise 3.1: <title>", as in the printed book, in each edition.
 EXERCISE_TITLE = {"en": r"^Exercise 3\.[1-3]: \S", "zh_CN": r"^练习 3\.[1-3]：\S"}
 
 
-def test_exercise_titles_read_exercise_number_colon(site):
-    titles = []
-    for docname in EXERCISES:
-        page = site.page(docname + ".html")
-        titles += [
+def test_chapter_exercises_read_exercise_number_colon(site):
+    titles = {
+        docname: [
             t.get_text().strip()
-            for t in page.article.select("div.exercise p.admonition-title")
+            for t in site.page(docname + ".html").article.select(
+                "div.exercise p.admonition-title"
+            )
         ]
-    assert len(titles) == sum(EXERCISES.values())
+        for docname in EXERCISES
+    }
+    assert {d: len(t) for d, t in titles.items()} == EXERCISES, titles
     form = EXERCISE_TITLE[site.edition]
-    wrong = [t for t in titles if not re.match(form, t)]
+    wrong = [t for page in titles.values() for t in page if not re.match(form, t)]
     assert not wrong, wrong
-
-
-VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-WHEEL = f"attention-{VERSION}-py3-none-any.whl"
-INSTALL = f'pip install "{WHEEL}[notebooks]"'
-
-
-def test_executed_pages_offer_their_notebook(site):
-    executed = {p.docname for p in site.book_pages if p.is_notebook}
-    with_cells = {p.docname for p in site.book_pages if p.has_cells}
-    assert with_cells <= executed, (
-        "pages with code cells but no executed notebook in "
-        f"{site.notebooks}: {sorted(with_cells - executed)}"
-    )
-    problems = []
-    for docname in sorted(executed):
-        page = site.page(docname + ".html")
-        links = page.article.select("a.download[href$='.ipynb']")
-        if len(links) != 1:
-            problems.append(f"{docname}: {len(links)} notebook download links")
-            continue
-        note = links[0].find_parent("div", class_="nb-download-tip")
-        if note is None or INSTALL not in note.get_text():
-            problems.append(f"{docname}: the download note lacks {INSTALL}")
-        else:
-            for suffix in (".whl", ".zip"):
-                found = [a for a in note.select("a") if a["href"].endswith(suffix)]
-                if len(found) != 1 or not page.resolve(found[0]["href"]).is_file():
-                    problems.append(f"{docname}: the note's {suffix} link is broken")
-        target = page.resolve(links[0]["href"])
-        name = docname.rsplit("/", 1)[-1] + ".ipynb"
-        if target.name != name:
-            problems.append(f"{docname}: the link serves {target.name}, not {name}")
-        elif not target.is_file():
-            problems.append(f"{docname}: {links[0]['href']} is not in the build")
-        else:
-            notebook = json.loads(target.read_text("utf-8"))
-            code = [c for c in notebook.get("cells", []) if c["cell_type"] == "code"]
-            if notebook.get("nbformat") != 4 or not any(c.get("outputs") for c in code):
-                problems.append(f"{docname}: {target.name} is not an executed notebook")
-    assert not problems, "\n".join(problems)
 
 
 def test_api_page_documents_every_public_name(site):
@@ -302,10 +208,7 @@ def test_api_page_documents_every_public_name(site):
 def test_api_page_shows_no_literal_markup(site):
     """Docstrings render: no reST ``double backticks`` or ``:role:`` left as
     text (napoleon misreads a badly indented ``Shape:`` line, for example)."""
-    article = site.page("reference/api.html").article
-    for tag in article.select("pre, script"):
-        tag.decompose()
-    text = article.get_text(" ")
+    text = text_without(site.page("reference/api.html").article, "pre, script", " ")
     leaks = re.findall(r".{0,40}(?:``|:(?:class|func|meth|data|mod):`).{0,40}", text)
     assert not leaks, f"{len(leaks)} literal markup on the API page: {leaks[:5]}"
 
@@ -316,10 +219,11 @@ def test_every_image_says_what_it_shows(site):
     (Sphinx's own index pages use a decorative "-" icon; they are not checked.)
     """
     looks_like_a_file = re.compile(r"(^|/)[\w.-]+\.(png|svg|jpe?g|gif)$|_images/")
-    problems = []
-    for page in site.book_pages:
-        for img in page.article.select("img"):
-            alt = (img.get("alt") or "").strip()
-            if len(alt) < 10 or looks_like_a_file.search(alt):
-                problems.append(f"{page.docname}: {img.get('src')} alt={alt!r}")
-    assert not problems, "\n".join(problems)
+    problems = [
+        f"{page.docname}: {img.get('src')} alt={alt!r}"
+        for page in site.book_pages
+        for img in page.article.select("img")
+        if len(alt := (img.get("alt") or "").strip()) < 10
+        or looks_like_a_file.search(alt)
+    ]
+    assert_none(problems, "images without a real alt text")

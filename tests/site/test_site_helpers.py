@@ -1,7 +1,5 @@
-"""The site checks' own detectors catch what they are meant to catch.
-
-No build needed: these run with the unit tests (``make unit``).
-"""
+"""The site checks' own detectors catch what they are meant to catch (no
+build needed; they run in the site tier, as conftest.py marks them)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 at ``$BUILDDIR/html/zh_CN``, from one source and one execution.
 
 - the same pages, each with ``<html lang>`` right and a language switch that
-  leads to the same page in the other edition;
+  leads to the same page in the other edition (so each page is in both);
 - every shown code block is the English one once comments are removed (with
   :mod:`tokenize`), every output is the English one, character for character;
 - the translated comments, front page and notebook downloads are Chinese;
@@ -22,13 +22,13 @@ from urllib.parse import quote
 
 import nbformat
 import pytest
-from conftest import ROOT, Site, load_site
+from conftest import CJK, ROOT, Site, assert_none, load_site, text_without
 from i18n_code import code_tokens
+from test_notebooks_standalone import downloads
 
 pytestmark = pytest.mark.site
 
 ZH = "zh_CN"
-CJK = re.compile(r"[\u4e00-\u9fff]")
 # Code blocks a reader sees (cell sources, listings, fenced code), outputs aside.
 CODE = "div[class*='highlight-'] pre"
 
@@ -51,16 +51,6 @@ def _python(pre) -> bool:
     div = pre.find_parent("div", class_=re.compile("^highlight-"))
     classes = " ".join(div["class"]) if div else ""
     return bool(re.search(r"highlight-(i?python3?|py|default)\b", classes))
-
-
-def test_both_editions_have_the_same_pages(english, zh):
-    en_pages = {p.rel for p in english.pages}
-    zh_pages = {p.rel for p in zh.pages}
-    assert en_pages == zh_pages, (
-        f"only in English: {sorted(en_pages - zh_pages)}; "
-        f"only in Chinese: {sorted(zh_pages - en_pages)}"
-    )
-    assert len(en_pages) > 10
 
 
 def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
@@ -116,6 +106,7 @@ def test_html_lang(english, zh):
 
 
 def test_language_switch_leads_to_the_same_page(english, zh):
+    """Every page of each edition, so also: both editions have the same pages."""
     problems = []
     for edition, other in ((english, zh), (zh, english)):
         for page in edition.pages:
@@ -125,11 +116,11 @@ def test_language_switch_leads_to_the_same_page(english, zh):
                 continue
             href = links[0]["href"]
             target = page.resolve(href)
-            if target != (other.html / page.rel).resolve():
+            if target != (other.html / page.rel).resolve() or not target.is_file():
                 problems.append(f"{page.path}: switch goes to {href} ({target})")
             if href.startswith(("/", "http:", "https:", "file:")):
                 problems.append(f"{page.path}: switch link is not relative: {href}")
-    assert not problems, "\n".join(problems)
+    assert_none(problems, "language switches")
 
 
 def test_no_stray_notebook_folder_in_the_sites(english, zh):
@@ -139,10 +130,26 @@ def test_no_stray_notebook_folder_in_the_sites(english, zh):
         )
 
 
-def test_code_is_identical_once_comments_are_removed(english, zh):
-    problems = []
-    translated_blocks = 0
+def _outputs(page) -> list[tuple[str, list[str]]]:
+    """Each cell output: its text and its images' files, figure captions aside
+    (a caption is prose, so it is translated)."""
+    return [
+        (text_without(out, "figcaption"), [Path(i["src"]).name for i in out("img")])
+        for out in page.article.select(".cell_output")
+    ]
+
+
+def test_code_and_outputs_are_identical_once_comments_are_removed(english, zh):
+    problems, translated_blocks = [], 0
     for en, cn in _pairs(english, zh):
+        a, b = _outputs(en), _outputs(cn)
+        if len(a) != len(b):
+            problems.append(f"{en.rel}: {len(a)} vs {len(b)} outputs")
+        problems += [
+            f"{en.rel}: output {i} differs"
+            for i, (x, y) in enumerate(zip(a, b, strict=False))
+            if x != y
+        ]
         en_code = [pre for pre in en.article.select(CODE) if _is_code(pre)]
         zh_code = [pre for pre in cn.article.select(CODE) if _is_code(pre)]
         if len(en_code) != len(zh_code):
@@ -162,34 +169,8 @@ def test_code_is_identical_once_comments_are_removed(english, zh):
             if not same:
                 problems.append(f"{en.rel}: code block {i} differs beyond comments")
             translated_blocks += a_text != b_text
-    assert not problems, "\n".join(problems)
-    assert translated_blocks > 0, "no code block of the Chinese edition has a "
-    "translated comment: the comment messages are not applied"
-
-
-def _outputs(page) -> list[tuple[str, list[str]]]:
-    """Each cell output: its text and its images' files, figure captions aside
-    (a caption is prose, so it is translated)."""
-    found = []
-    for output in page.article.select(".cell_output"):
-        output = copy.copy(output)
-        for caption in output.select("figcaption"):
-            caption.decompose()
-        images = [Path(img["src"]).name for img in output.select("img")]
-        found.append((output.get_text(), images))
-    return found
-
-
-def test_outputs_are_identical(english, zh):
-    problems = []
-    for en, cn in _pairs(english, zh):
-        a, b = _outputs(en), _outputs(cn)
-        if len(a) != len(b):
-            problems.append(f"{en.rel}: {len(a)} vs {len(b)} outputs")
-        for i, (x, y) in enumerate(zip(a, b, strict=False)):
-            if x != y:
-                problems.append(f"{en.rel}: output {i} differs")
-    assert not problems, "\n".join(problems)
+    assert_none(problems, "the Chinese edition shows other code or outputs")
+    assert translated_blocks, "no code block has a translated comment: not applied"
 
 
 def test_front_page_is_chinese(zh):
@@ -201,57 +182,29 @@ def test_front_page_is_chinese(zh):
     assert captions and all(CJK.search(c) for c in captions), captions
 
 
-def test_translated_listing_comments(zh):
-    """Section 3.5's first code cell: its comment is Chinese, its code English."""
-    page = zh.page("chapter3/3-5-causal-attention.html")
-    first = page.article.select_one("div.cell_input pre").get_text()
-    assert "# (6, 3)：六个词元，d_in = 3" in first, first
-    assert "inputs = example_inputs()" in first
-
-
 def test_download_notes_are_chinese(zh):
     """The note book/_ext/downloads.py adds under each page title (``notebooks.po``)."""
-    problems = []
-    for page in zh.pages:
-        for note in page.article.select(".nb-download-tip"):
-            note = copy.copy(note)
-            for code in note.select("pre, code"):
-                code.decompose()
-            text = note.get_text(" ", strip=True)
-            if re.search(r"[A-Za-z]{4,}", text.replace("Jupyter", "")):
-                problems.append(f"{page.rel}: {text[:80]}")
-    assert not problems, "English left in the download notes:\n" + "\n".join(problems)
+    notes = [
+        (page.rel, " ".join(text_without(note, "pre, code", " ").split()))
+        for page in zh.pages
+        for note in page.article.select(".nb-download-tip")
+    ]
+    english = [
+        f"{rel}: {text[:80]}"
+        for rel, text in notes
+        if re.search(r"[A-Za-z]{4,}", text.replace("Jupyter", ""))
+    ]
+    assert_none(english, "English left in the download notes")
 
 
-def test_output_image_alt_text_is_translated(zh):
-    """Alt texts of cell outputs are messages too (``alt_message``)."""
-    page = zh.page("chapter3/3-5-causal-attention.html")
-    alts = [img.get("alt", "") for img in page.article.select(".cell_output img")]
-    assert any(alt.startswith("一个 6×6 的网格") for alt in alts), alts
-
-
-def _notebook(html: Path, page) -> nbformat.NotebookNode:
-    link = page.article.select_one("a.download[href$='.ipynb']")
-    assert link is not None, f"{page.rel}: no notebook download"
-    return nbformat.read(page.resolve(link["href"]), as_version=4)
-
-
-def test_notebook_downloads_carry_the_chinese_text(english, zh):
-    rel = "chapter3/3-5-causal-attention.html"
-    en_nb = _notebook(english.html, english.page(rel))
-    zh_nb = _notebook(zh.html, zh.page(rel))
-    assert len(en_nb.cells) == len(zh_nb.cells)
-    zh_markdown = "\n".join(c.source for c in zh_nb.cells if c.cell_type == "markdown")
-    assert "# 3.5 用因果注意力遮住后面的词" in zh_markdown
-    zh_code = "\n".join(c.source for c in zh_nb.cells if c.cell_type == "code")
-    assert "# (6, 3)：六个词元，d_in = 3" in zh_code
-    outputs = [c.outputs for c in en_nb.cells if c.cell_type == "code"]
-    assert any(outputs), f"{rel}: the English download has no outputs"
-    for a, b in zip(en_nb.cells, zh_nb.cells, strict=True):
-        assert a.cell_type == b.cell_type
-        if a.cell_type == "code":
-            assert code_tokens(a.source) == code_tokens(b.source)
-            assert a.outputs == b.outputs
+def test_notebook_downloads_carry_the_chinese_text():
+    """Their code and outputs are the English ones: test_notebooks_standalone.py."""
+    cells = downloads()[f"{ZH}/3-5-causal-attention.ipynb"].read_text("utf-8")
+    cells = nbformat.reads(cells, as_version=4).cells
+    markdown = "\n".join(c.source for c in cells if c.cell_type == "markdown")
+    assert "# 3.5 用因果注意力遮住后面的词" in markdown
+    code = "\n".join(c.source for c in cells if c.cell_type == "code")
+    assert "# (6, 3)：六个词元，d_in = 3" in code
 
 
 def test_chinese_search_index_is_segmented(zh):
@@ -264,14 +217,10 @@ def test_chinese_search_index_is_segmented(zh):
 
 # -- Search in the browser ---------------------------------------------------------
 @pytest.fixture(scope="module")
-def browser_tab(english):
-    from playwright.sync_api import sync_playwright
-    from test_site_browser import CHROMIUM, CHROMIUM_ARGS, serve
+def browser_tab(english, chromium):
+    from test_site_browser import serve
 
-    with serve(english.html) as origin, sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_ARGS
-        )
+    with serve(english.html) as origin:
         context = chromium.new_context(viewport={"width": 1280, "height": 900})
         context.route(
             "**/*",
@@ -282,7 +231,7 @@ def browser_tab(english):
             ),
         )
         yield origin, context.new_page()
-        chromium.close()
+        context.close()
 
 
 def _search(browser_tab, query: str, shot: Path) -> list[str]:

@@ -4,7 +4,8 @@ Every asset a page pulls in (scripts, stylesheets, preloads, icons, images,
 frames, fonts, CSS imports) must come from the site itself. Links a reader
 clicks (``<a href="https://...">``) are navigation, not assets, and are
 allowed. The browser test (``test_site_browser.py``) checks the same promise
-at run time, with the network blocked.
+at run time, with the network blocked. Math is drawn at build time, so it is
+checked here too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import text_without
 
 pytestmark = pytest.mark.site
 
@@ -52,6 +54,8 @@ CSS_COMMENT = re.compile(r"/\*.*?\*/", re.DOTALL)
 # Namespace names in inline SVG/JS look like URLs but are never fetched.
 NAMESPACE = re.compile(r"https?://www\.w3\.org/[\w/.-]*")
 ANY_URL = re.compile(r"""https?://[\w.-]+[^\s'"<>)]*""", re.IGNORECASE)
+# Raw TeX that the build should have drawn (book/_ext/svgmath.py), outside code.
+RAW_TEX = re.compile(r"\$\$|\\\(|\\\)|\\\[|\\\]|\\frac|\\sum|\\mathrm|\\text\{")
 
 
 def external_css_urls(css: str) -> list[str]:
@@ -123,19 +127,22 @@ def test_stylesheets_and_svgs_fetch_nothing_external(site):
 
 def test_math_is_drawn_when_the_site_is_built(site):
     """Every formula is an SVG in the page (book/_ext/svgmath.py), named by its
-    TeX for screen readers; no page loads a script to typeset math."""
+    TeX for screen readers; no TeX is left in the text outside code, and no
+    page loads a script to typeset math."""
     math_pages = [p for p in site.pages if p.article.select_one(".math")]
     assert any(p.rel.startswith("chapter3/") for p in math_pages), (
         "no chapter page has a formula (and svgmath goes untested)"
     )
     wrong = {}
-    for page in math_pages:
+    for page in site.pages:
         undrawn = [
             m.get_text()[:60]
             for m in page.article.select(".math")
             if not m.select_one("svg[role=img][aria-label]")
         ]
         scripts = [s["src"] for s in page.soup.find_all("script", src=True)]
-        wrong[page.rel] = undrawn + [s for s in scripts if "mathjax" in s.lower()]
+        text = text_without(page.article, "pre, code, script, style, svg, .highlight")
+        raw = sorted(set(RAW_TEX.findall(text)))
+        wrong[page.rel] = undrawn + [s for s in scripts if "mathjax" in s.lower()] + raw
     wrong = {page: found for page, found in wrong.items() if found}
     assert not wrong, f"formulas not drawn, or math scripts: {wrong}"

@@ -10,7 +10,6 @@ the radical ⼀ that shares the glyph (``book_pdf.radical_fixes``).
 
 from __future__ import annotations
 
-import copy
 import filecmp
 import functools
 import posixpath
@@ -18,7 +17,7 @@ import re
 import unicodedata
 
 import pytest
-from conftest import load_site
+from conftest import load_site, text_without
 from pypdf import PdfReader
 
 pytestmark = pytest.mark.site
@@ -93,13 +92,11 @@ def test_bookmarks_are_the_table_of_contents(site, pdf):
 
 
 def test_figures_are_numbered_with_captions(site, pdf):
-    captions = []
-    for page in reading_order(site):
-        for caption in page.article.select("figure figcaption"):
-            caption = copy.copy(caption)
-            for number in caption.select(".caption-number"):
-                number.decompose()
-            captions.append(squeeze(caption.get_text()))
+    captions = [
+        squeeze(text_without(caption, ".caption-number"))
+        for page in reading_order(site)
+        for caption in page.article.select("figure figcaption")
+    ]
     assert captions, "the site has no captioned figure"
     text = pdf_text(site.html / PDF[site.edition])
     word = "图" if site.edition == "zh_CN" else "Fig."
