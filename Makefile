@@ -6,8 +6,8 @@ VENV       := .venv
 BIN        := $(VENV)/bin
 BUILDDIR   ?= _build
 # -j 2: two pages are read (and their notebooks executed) at a time, one per
-# core of the 2-core machine; a clean build of both editions took 83-98 s
-# (5 runs) instead of 122 s. See book/_ext/balanced_read.py.
+# core of the 2-core machine (book/_ext/balanced_read.py deals the pages into
+# two halves of about equal cost); the log gives each page's time to execute.
 SPHINXOPTS ?= -n -W --keep-going -j 2
 SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 CHROMIUM   := /usr/bin/chromium
