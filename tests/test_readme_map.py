@@ -1,4 +1,6 @@
-"""The README's map of the repository names every module it has."""
+"""The README's map of the repository names every module it has, and every
+file that the README, the Makefile, the pages and the code name is there (a
+page that says which test checks it must not name a test that has gone)."""
 
 import re
 from pathlib import Path
@@ -29,3 +31,21 @@ def test_every_module_of_the_package_and_the_extensions_is_on_the_map():
         if name not in drawn
     ]
     assert not missing, f"README.md's map lacks {missing}"
+
+
+# tests/table.py, attention/_data/bench-gpt2.json, book/_ext/svgmath.py, ...
+NAMED = re.compile(
+    r"(?<![\w/.-])(?:tests|attention|book)/[\w/.-]*\w\.(?:py|md|json|js)\b"
+)
+
+
+def test_every_file_named_in_the_readme_the_pages_or_the_code_exists():
+    texts = [ROOT / "README.md", ROOT / "Makefile", *(ROOT / "book").rglob("*.md")]
+    texts += [*(ROOT / "attention").rglob("*.py"), *(ROOT / "book/_ext").glob("*.py")]
+    gone = [
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in texts
+        for name in NAMED.findall(path.read_text(encoding="utf-8"))
+        if not (ROOT / name).exists()
+    ]
+    assert not gone, f"files named but not in the repository: {gone}"
