@@ -9,7 +9,11 @@ BUILDDIR   ?= _build
 # core of the 2-core machine (book/_ext/balanced_read.py deals the pages into
 # two halves of about equal cost); the log gives each page's time to execute.
 SPHINXOPTS ?= -n -W --keep-going -j 2
-SPHINX     := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
+# One torch thread per kernel: with -j 2, two kernels run at once on the two
+# cores, and torch's default (a thread per core in each) puts four threads on
+# two cores that wait for each other. Cells that time something set their own.
+THREADS    := OMP_NUM_THREADS=1
+SPHINX     := $(THREADS) $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
 CHROMIUM   := /usr/bin/chromium
 FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 STAMP      := $(VENV)/.installed
@@ -41,7 +45,7 @@ ZH_BUILT := $(ZH_OUT)/.built
 ZH_OPTS  := -D language=$(ZH) -D html_title=动手编写注意力机制 \
 	-D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
 	-D html_theme_options.search_bar_text=搜索本书…
-SPHINX_ZH := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
+SPHINX_ZH := $(THREADS) $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
 	$(ZH_OPTS) $(SPHINXOPTS)
 
 html: $(BUILT) $(ZH_BUILT)
@@ -95,7 +99,7 @@ BOOK_PDF    := $(PDF_DIR)/book.pdf
 BOOK_PDF_ZH := $(PDF_DIR)/book-$(ZH).pdf
 PDF_LINK     = $(if $(wildcard $(BOOK_PDF)),-A book_pdf=book.pdf)
 PDF_LINK_ZH  = $(if $(wildcard $(BOOK_PDF_ZH)),-A book_pdf=book-$(ZH).pdf)
-SINGLE      := $(BIN)/python -m sphinx -b singlehtml -c . -D numfig=1 $(SPHINXOPTS)
+SINGLE      := $(THREADS) $(BIN)/python -m sphinx -b singlehtml -c . -D numfig=1 $(SPHINXOPTS)
 
 pdf: $(BOOK_PDF) $(BOOK_PDF_ZH)
 	cp $(BOOK_PDF) $(BUILDDIR)/html/

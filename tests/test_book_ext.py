@@ -326,11 +326,12 @@ def test_the_chinese_search_names_a_stemmer_that_exists():
     assert _stemmer_line(SearchChinese) == "window.Stemmer = ChineseStemmer;"
 
 
-def test_the_book_is_dealt_into_chunks_of_about_equal_cost():
+@pytest.mark.parametrize("executes", [True, False], ids=["executing", "from-cache"])
+def test_the_book_is_dealt_into_chunks_of_about_equal_cost(executes):
     pages = sorted((ROOT / "book").glob("[!_]*/**/*.md")) + [ROOT / "book/index.md"]
     costs = {
         p.relative_to(ROOT / "book").with_suffix("").as_posix(): estimated_cost(
-            p.read_text("utf-8")
+            p.read_text("utf-8"), executes
         )
         for p in pages
     }

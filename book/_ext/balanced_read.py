@@ -4,37 +4,49 @@ With ``-j 2`` Sphinx cuts the list of pages into consecutive chunks
 (``sphinx.util.parallel.make_chunks``) and reads them in two processes at a
 time. Sorted by name, the heaviest notebooks (``beyond/``) fell into one
 chunk, and one process worked long after the other. At
-``env-before-read-docs`` this estimates each page's cost from its source and
-reorders the list so that the chunks read together cost about the same.
+``env-before-read-docs`` this estimates each page's cost from its source (and
+whether its notebook is in the execution cache) and reorders the list so that
+the chunks read together cost about the same.
 """
 
 from __future__ import annotations
 
 import heapq
 
+from jupyter_cache import get_cache
 from package_cache import markdown
 from sphinx.util.parallel import make_chunks
 
-# Rough costs in seconds on the 2-core machine; only their ratios matter.
-KERNEL_SECONDS = 4.0  # start a kernel, import torch and matplotlib, shut it down
-CELL_SECONDS = 0.1
-AUTODOC_SECONDS = 2.0  # autodoc imports the package, and with it torch
-PAGE_SECONDS = 0.3
+# Rough costs in seconds on the 2-core machine, fitted to the execution times
+# that jupyter-cache records; only their ratios matter.
+KERNEL_SECONDS = 4.0  # start a kernel, import torch, shut it down
+CELL_SECONDS = 0.04
+MATPLOTLIB_SECONDS = 0.4  # a page that draws imports matplotlib too
+TIMED_SECONDS = 1.0  # a cell tagged nondeterministic times something
+AUTODOC_SECONDS = 3.0  # autodoc imports the package (and torch), translated
+READ_SECONDS_PER_KB = 0.025  # parse (and translate) a page's source
 
 
-def estimated_cost(source: str) -> float:
+def estimated_cost(source: str, executes: bool = True) -> float:
     """Seconds that reading a page with this source costs, roughly.
 
+    ``executes``: whether its notebook runs (it is not in the execution cache).
+
     >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n")
-    4.1
+    4.04
+    >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n", executes=False)
+    0.0
     """
     fences = [t for t in markdown().parse(source) if t.type == "fence"]
+    cost = READ_SECONDS_PER_KB * len(source.encode()) / 1000
     cells = sum(t.info.startswith("{code-cell}") for t in fences)
-    if cells:
-        return KERNEL_SECONDS + CELL_SECONDS * cells
-    if any(_is_autodoc(t.info, t.content) for t in fences):
-        return AUTODOC_SECONDS
-    return PAGE_SECONDS
+    if cells and executes:
+        cost += KERNEL_SECONDS + CELL_SECONDS * cells
+        cost += MATPLOTLIB_SECONDS * ("matplotlib" in source)
+        cost += TIMED_SECONDS * source.count("nondeterministic")
+    elif any(_is_autodoc(t.info, t.content) for t in fences):
+        cost += AUTODOC_SECONDS
+    return round(cost, 2)
 
 
 def _is_autodoc(info: str, content: str) -> bool:
@@ -73,8 +85,15 @@ def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
 def _balance(app, env, docnames: list[str]) -> None:
     if app.parallel <= 1 or len(docnames) <= app.parallel:
         return
+    # A page with a record in the execution cache is taken to be cached (the
+    # Chinese edition executes nothing); a changed one is only misjudged.
+    records = get_cache(app.config.nb_execution_cache_path).list_cache_records()
+    cached = {record.uri for record in records}
     costs = {
-        name: estimated_cost(env.doc2path(name).read_text(encoding="utf-8"))
+        name: estimated_cost(
+            env.doc2path(name).read_text(encoding="utf-8"),
+            executes=str(env.doc2path(name)) not in cached,
+        )
         for name in docnames
     }
     docnames[:] = balanced_order(costs, app.parallel)
