@@ -28,14 +28,13 @@ READ_SECONDS_PER_KB = 0.025  # parse (and translate) a page's source
 
 
 def estimated_cost(source: str, executes: bool = True) -> float:
-    """Seconds that reading a page with this source costs, roughly.
-
+    """Seconds that reading a page with this source costs, roughly;
     ``executes``: whether its notebook runs (it is not in the execution cache).
 
     >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n")
     4.04
-    >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n", executes=False)
-    0.0
+    >>> estimated_cost("```{eval-rst}\\n.. autofunction:: f\\n```\\n", executes=False)
+    3.0
     """
     fences = [t for t in markdown().parse(source) if t.type == "fence"]
     cost = READ_SECONDS_PER_KB * len(source.encode()) / 1000
@@ -44,18 +43,13 @@ def estimated_cost(source: str, executes: bool = True) -> float:
         cost += KERNEL_SECONDS + CELL_SECONDS * cells
         cost += MATPLOTLIB_SECONDS * ("matplotlib" in source)
         cost += TIMED_SECONDS * source.count("nondeterministic")
-    elif any(_is_autodoc(t.info, t.content) for t in fences):
+    elif any(  # {autoclass}-like fences, or reStructuredText's .. auto*:: in one
+        t.info.startswith("{auto")
+        or (t.info.startswith("{eval-rst}") and "\n.. auto" in "\n" + t.content)
+        for t in fences
+    ):
         cost += AUTODOC_SECONDS
     return round(cost, 2)
-
-
-def _is_autodoc(info: str, content: str) -> bool:
-    """``{autoclass}``-like fences, or reStructuredText ``.. auto*::`` inside one."""
-    if info.startswith("{auto"):
-        return True
-    return info.startswith("{eval-rst}") and any(
-        line.strip().startswith(".. auto") for line in content.splitlines()
-    )
 
 
 def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
@@ -87,14 +81,12 @@ def _balance(app, env, docnames: list[str]) -> None:
         return
     # A page with a record in the execution cache is taken to be cached (the
     # Chinese edition executes nothing); a changed one is only misjudged.
-    records = get_cache(app.config.nb_execution_cache_path).list_cache_records()
-    cached = {record.uri for record in records}
+    cache = get_cache(app.config.nb_execution_cache_path)
+    cached = {record.uri for record in cache.list_cache_records()}
+    paths = {name: env.doc2path(name) for name in docnames}
     costs = {
-        name: estimated_cost(
-            env.doc2path(name).read_text(encoding="utf-8"),
-            executes=str(env.doc2path(name)) not in cached,
-        )
-        for name in docnames
+        name: estimated_cost(path.read_text("utf-8"), str(path) not in cached)
+        for name, path in paths.items()
     }
     docnames[:] = balanced_order(costs, app.parallel)
 
