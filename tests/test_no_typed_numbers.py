@@ -173,3 +173,21 @@ def test_allowlist_is_used():
     for (name, match), reason in ALLOWED.items():
         hits = typed_numbers((ROOT / "book" / name).read_text("utf-8"))
         assert match in [m for _, _, m in hits], (name, match, reason)
+
+
+_CLOCK = re.compile(r"perf_counter|benchmark\.Timer|\btimeit\b|time\.time\(")
+_TAGGED = re.compile(r"^:?tags:.*\bnondeterministic\b", re.MULTILINE)
+
+
+def test_cells_that_read_a_clock_are_tagged_nondeterministic():
+    """``make repro`` compares two builds' outputs, except in cells so tagged."""
+    untagged = [
+        f"{page.relative_to(ROOT)}:{token.map[0] + 1}"
+        for page in PAGES
+        for token in _MD.parse(page.read_text("utf-8"))
+        if token.type == "fence"
+        and token.info.startswith("{code-cell}")
+        and _CLOCK.search(token.content)
+        and not _TAGGED.search(token.content)
+    ]
+    assert not untagged, untagged
