@@ -13,7 +13,8 @@ SPHINXOPTS ?= -n -W --keep-going -j 2
 # cores, and torch's default (a thread per core in each) puts four threads on
 # two cores that wait for each other. Cells that time something set their own.
 THREADS    := OMP_NUM_THREADS=1
-SPHINX     := $(THREADS) $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
+HTML       := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
+SPHINX     := $(THREADS) $(HTML)
 CHROMIUM   := /usr/bin/chromium
 FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 STAMP      := $(VENV)/.installed
@@ -54,8 +55,11 @@ html: $(BUILT) $(ZH_BUILT)
 # A build that failed is not remembered: with -W --keep-going Sphinx saves its
 # environment even when a page warned, and the next build would not read that
 # page again and pass. So a failed build takes its doctrees with it.
+# The pages' kernels are forked from a process that has imported torch once
+# (book/_kernel/warm.py): the English edition is the one that executes them.
 $(BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
-	$(SPHINX) $(PDF_LINK) book $(BUILDDIR)/html || { rm -rf $(BUILDDIR)/doctrees; exit 1; }
+	$(THREADS) $(BIN)/python book/_kernel/warm.py $(HTML) $(PDF_LINK) book $(BUILDDIR)/html \
+		|| { rm -rf $(BUILDDIR)/doctrees; exit 1; }
 	touch $@
 
 $(KERNEL_CONF): book/_kernel/ipython_kernel_config.py $(STAMP)
@@ -131,8 +135,8 @@ test: export HYPOTHESIS_PROFILE = full
 test: lint unit html pdf site
 
 lint: $(STAMP)
-	$(BIN)/ruff check attention tests conf.py book/_ext
-	$(BIN)/ruff format --check attention tests conf.py book/_ext
+	$(BIN)/ruff check attention tests conf.py book/_ext book/_kernel
+	$(BIN)/ruff format --check attention tests conf.py book/_ext book/_kernel
 
 # --durations=15: every run, CI's included, shows where the time goes.
 PYTEST := $(BIN)/python -m pytest -q --durations=15

@@ -19,10 +19,10 @@ from sphinx.util.parallel import make_chunks
 
 # Rough costs in seconds on the 2-core machine, fitted to the execution times
 # that jupyter-cache records; only their ratios matter.
-KERNEL_SECONDS = 4.0  # start a kernel, import torch, shut it down
-CELL_SECONDS = 0.04
-MATPLOTLIB_SECONDS = 0.4  # a page that draws imports matplotlib too
-TIMED_SECONDS = 1.0  # a cell tagged nondeterministic times something
+KERNEL_SECONDS = 1.0  # fork a kernel (book/_kernel/warm.py), shut it down
+CELL_SECONDS = 0.05
+MATPLOTLIB_SECONDS = 1.2  # a page that draws imports matplotlib
+TIMED_SECONDS = 1.2  # a cell tagged nondeterministic times something
 AUTODOC_SECONDS = 3.0  # autodoc imports the package (and torch), translated
 READ_SECONDS_PER_KB = 0.025  # parse (and translate) a page's source
 
@@ -32,7 +32,7 @@ def estimated_cost(source: str, executes: bool = True) -> float:
     ``executes``: whether its notebook runs (it is not in the execution cache).
 
     >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n")
-    4.04
+    1.05
     >>> estimated_cost("```{eval-rst}\\n.. autofunction:: f\\n```\\n", executes=False)
     3.0
     """
