@@ -7,7 +7,7 @@ of the build's execution time. The Makefile runs the English edition's Sphinx
 
     python book/_kernel/warm.py python -m sphinx ...
 
-which imports torch, NumPy and IPython once, then runs the command. For that
+which starts the command, then imports torch, Matplotlib and IPython once. For that
 command's kernels, ``python3`` names this file (a kernelspec in a temporary
 folder put first on ``JUPYTER_PATH``): the kernel manager starts
 ``warm.py kernel -f <connection file>``, which hands its arguments, folder,
@@ -37,10 +37,19 @@ import threading
 import traceback
 
 SOCKET = "ATTENTION_WARM_KERNELS"  # the environment variable naming the socket
-# What a kernel imports, but not ipykernel itself, which reads JPY_PARENT_PID
-# (set by the kernel manager) when imported, nor matplotlib, which reads
-# MPLBACKEND (set by ipykernel) when imported.
-PRELOAD = ("torch", "numpy", "IPython", "jupyter_client.session", "tornado.ioloop")
+# What the pages' kernels import, but not ipykernel itself, which reads
+# JPY_PARENT_PID (set by the kernel manager) when imported. Matplotlib reads
+# MPLBACKEND when imported: the warm process sets what ipykernel would set.
+PRELOAD = (
+    "torch",
+    "torch.utils.benchmark",
+    "numpy",
+    "matplotlib.pyplot",
+    "IPython",
+    "jupyter_client.session",
+    "tornado.ioloop",
+)
+INLINE = "module://matplotlib_inline.backend_inline"  # ipykernel's MPLBACKEND
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
 
@@ -137,7 +146,8 @@ def run(command: list[str]) -> int:
     """Run ``command`` with warm kernels; its exit status."""
     if sys.platform != "linux":  # Unix sockets of packets, /proc
         os.execvp(command[0], command)
-    del sys.path[0]  # this folder, as ipykernel_launcher removes its own
+    if sys.path[0] == os.path.dirname(os.path.abspath(__file__)):
+        del sys.path[0]  # as ipykernel_launcher removes its own folder
     kernels: set[int] = set()
     with tempfile.TemporaryDirectory(prefix="warm-kernels-") as folder:
         server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -149,6 +159,7 @@ def run(command: list[str]) -> int:
         os.environ[SOCKET] = path
         proc = subprocess.Popen(command)
         try:
+            os.environ.setdefault("MPLBACKEND", INLINE)
             for name in PRELOAD:  # while the command starts up
                 __import__(name)
             server.settimeout(0.2)
@@ -180,4 +191,7 @@ if __name__ == "__main__":
     if sys.argv[1:2] == ["kernel"]:
         kernel(sys.argv[2:])
     else:
-        sys.exit(run(sys.argv[1:]))
+        status = run(sys.argv[1:])
+        sys.stdout.flush(), sys.stderr.flush()
+        # Without tearing down torch and the rest (a second, after the build).
+        os._exit(status if status >= 0 else 128 - status)

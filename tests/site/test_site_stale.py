@@ -27,7 +27,8 @@ pytestmark = pytest.mark.slow
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
 # The Makefile's commands: sphinx-build -b html -c . -d <doctrees> -n -W
-# --keep-going -j 2, for English and then for the Chinese edition.
+# --keep-going -j 2, for English (under book/_kernel/warm.py) and then for the
+# Chinese edition, with one torch thread per kernel.
 OPTIONS = ["-n", "-W", "--keep-going", "-j", "2"]
 SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
 SPHINX += [*OPTIONS, "book", "_build/html"]
@@ -82,7 +83,7 @@ def make_project(folder: Path) -> Path:
     """A copy of the project with the reduced book, the probe saying "alpha"."""
     ignore = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "attention", folder / "attention", ignore=ignore)
-    for part in ("_ext", "_static", "_templates"):  # build machinery, no pages
+    for part in ("_ext", "_kernel", "_static", "_templates"):  # no pages
         shutil.copytree(ROOT / "book" / part, folder / "book" / part, ignore=ignore)
     for name in ("conf.py", "pyproject.toml"):
         shutil.copy2(ROOT / name, folder / name)
@@ -106,13 +107,16 @@ def set_probe(project: Path, word: str) -> None:
 def sphinx(project: Path, command: list[str] = SPHINX) -> subprocess.Popen:
     """Start one of the Makefile's sphinx-build commands in ``project``."""
     python = PYTHON if PYTHON.exists() else Path(sys.executable)
+    # The English build runs under warm.py, which forks its kernels.
+    warm = ["book/_kernel/warm.py", str(python)] if command is SPHINX else []
     env = dict(os.environ, NO_COLOR="1", PYTHONDONTWRITEBYTECODE="1")
+    env["OMP_NUM_THREADS"] = "1"
     # The kernel must import the copy's package, not the editable install.
     env["PYTHONPATH"] = os.pathsep.join(
         filter(None, [str(project), env.get("PYTHONPATH")])
     )
     return subprocess.Popen(
-        [str(python), *command],
+        [str(python), *warm, *command],
         cwd=project,
         env=env,
         stdout=subprocess.PIPE,
