@@ -7,9 +7,9 @@ of the build's execution time. The Makefile runs the English edition's Sphinx
 
     python book/_kernel/warm.py python -m sphinx ...
 
-which starts the command, then imports torch, Matplotlib and IPython once. For that
-command's kernels, ``python3`` names this file (a kernelspec in a temporary
-folder put first on ``JUPYTER_PATH``): the kernel manager starts
+which starts the command, then imports torch, Matplotlib and IPython once.
+For that command's kernels, ``python3`` names this file (a kernelspec in a
+temporary folder put first on ``JUPYTER_PATH``): the kernel manager starts
 ``warm.py kernel -f <connection file>``, which hands its arguments, folder,
 environment and standard streams to the warm process over a Unix socket. That
 process forks; the child takes them and becomes the ipykernel that
@@ -19,9 +19,11 @@ and caches exactly what it did before (``make repro`` compares the outputs).
 
 The launcher stays in between, since the kernel manager signals and waits for
 the process it started: it forwards signals to the kernel and exits when the
-kernel does, and the kernel exits if the launcher is killed. Where there is no
-warm process (a notebook run by hand, not Linux, a thread in the warm process
-that a fork would not copy), the launcher becomes ``ipykernel_launcher``.
+kernel does, and the kernel exits if the launcher is killed. If the launcher
+finds no warm process, or one that can't fork safely (it has a thread, which
+the child would lack), it becomes ``ipykernel_launcher`` itself. Off Linux,
+``warm.py`` just runs the command. Outside the build nothing changes: a
+notebook run by hand gets the usual kernel.
 """
 
 from __future__ import annotations
