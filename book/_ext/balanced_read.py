@@ -21,7 +21,7 @@ from sphinx.util.parallel import make_chunks
 # that jupyter-cache records; only their ratios matter.
 KERNEL_SECONDS = 1.0  # fork a kernel (book/_kernel/warm.py), shut it down
 CELL_SECONDS = 0.05
-MATPLOTLIB_SECONDS = 1.2  # a page that draws imports matplotlib
+MATPLOTLIB_SECONDS = 1.2  # a page that draws figures
 TIMED_SECONDS = 1.2  # a cell tagged nondeterministic times something
 AUTODOC_SECONDS = 3.0  # autodoc imports the package (and torch), translated
 READ_SECONDS_PER_KB = 0.025  # parse (and translate) a page's source
