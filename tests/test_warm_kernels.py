@@ -17,11 +17,14 @@ pytestmark = pytest.mark.slow  # 15 s: the site tier
 WARM = Path(__file__).resolve().parents[1] / "book" / "_kernel" / "warm.py"
 
 # Runs under warm.py: executes a notebook `runs` times, prints what each
-# kernel saw; with "alone", first hides the warm process from the kernels.
+# kernel saw; first waits until the warm process listens (it does once it
+# has imported torch), or, with "alone", hides it from the kernels.
 SCRIPT = """
-import json, os, sys, nbformat
+import json, os, sys, time, nbformat
 from nbclient import NotebookClient
 folder, runs, alone = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "alone"
+while not alone and not os.path.exists(os.environ["ATTENTION_WARM_KERNELS"]):
+    time.sleep(0.05)
 if alone:
     del os.environ["ATTENTION_WARM_KERNELS"]
 spec = {"name": "python3", "display_name": "Python 3", "language": "python"}

@@ -20,8 +20,9 @@ and caches exactly what it did before (``make repro`` compares the outputs).
 The launcher stays in between, since the kernel manager signals and waits for
 the process it started: it forwards signals to the kernel and exits when the
 kernel does, and the kernel exits if the launcher is killed. If the launcher
-finds no warm process, or one that can't fork safely (it has a thread, which
-the child would lack), it becomes ``ipykernel_launcher`` itself. Off Linux,
+finds no warm process (not yet: the first kernels may start while it imports),
+or one that can't fork safely (it has a thread, which the child would lack),
+it becomes ``ipykernel_launcher`` itself. Off Linux,
 ``warm.py`` just runs the command. Outside the build nothing changes: a
 notebook run by hand gets the usual kernel.
 """
@@ -152,18 +153,22 @@ def run(command: list[str]) -> int:
         del sys.path[0]  # as ipykernel_launcher removes its own folder
     kernels: set[int] = set()
     with tempfile.TemporaryDirectory(prefix="warm-kernels-") as folder:
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        server.bind(path := os.path.join(folder, "socket"))
-        server.listen(8)
         _kernelspec(folder)
         paths = [folder, os.environ.get("JUPYTER_PATH", "")]
         os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, paths))
-        os.environ[SOCKET] = path
+        os.environ[SOCKET] = path = os.path.join(folder, "socket")
         proc = subprocess.Popen(command)
         try:
             os.environ.setdefault("MPLBACKEND", INLINE)
             for name in PRELOAD:  # while the command starts up
                 __import__(name)
+            # Only now: a launcher must not wait for the imports. The kernel
+            # manager picks its kernel's TCP ports before it starts the
+            # launcher, and any other process may take one of them until the
+            # kernel binds it; kernels started meanwhile start as usual.
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            server.bind(path)
+            server.listen(8)
             server.settimeout(0.2)
             while proc.poll() is None:
                 kernels -= {pid for pid in kernels if os.waitpid(pid, os.WNOHANG)[0]}
