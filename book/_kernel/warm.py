@@ -116,8 +116,9 @@ def _fork(conn: socket.socket) -> int:
         try:
             _become_kernel(conn, json.loads(message), fds)
             code = 0
-        except SystemExit as exit:
-            code = exit.code if isinstance(exit.code, int) else 1
+        except SystemExit as exit:  # sys.exit(None) is a success
+            code = 0 if exit.code is None else exit.code
+            code = code if isinstance(code, int) else 1
         except BaseException:
             traceback.print_exc()
         finally:
