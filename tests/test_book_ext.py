@@ -7,11 +7,13 @@ transforms are tested without building the book.
 
 from __future__ import annotations
 
+import fcntl
 import inspect
 import io
 import os
 import re
 import shutil
+import threading
 import zipfile
 from html import unescape
 from pathlib import Path
@@ -22,6 +24,8 @@ import pytest
 from balanced_read import balanced_order, estimated_cost
 from book_pdf import _share_html_handlers
 from downloads import drop_merged_streams, write_archive
+from jupyter_cache import get_cache
+from jupyter_cache.base import CacheBundleIn
 from lean_static import lean
 from notebook_i18n import translate_markdown
 from package_cache import _cache_per_package_digest, imports_package, package_digest
@@ -247,6 +251,23 @@ def test_another_package_digest_empties_the_execution_cache(tmp_path):
     _cache_per_package_digest(app, config)
     assert not (cache / "old.ipynb").exists()
     assert (cache / "global.db").is_file()  # made before -j 2 forks its readers
+
+
+def test_one_process_at_a_time_caches_a_notebook(tmp_path):
+    """While another holds the cache's lock, caching waits (see package_cache)."""
+    cache = get_cache(str(tmp_path))
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1")])
+    with open(tmp_path / "writing.lock", "w") as lock:  # another process's
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        bundle = CacheBundleIn(notebook, "a.ipynb")
+        caching = threading.Thread(
+            target=cache.cache_notebook_bundle, args=(bundle, False)
+        )
+        caching.start()
+        caching.join(timeout=1)
+        assert caching.is_alive() and not cache.list_cache_records()
+    caching.join(timeout=10)
+    assert len(cache.list_cache_records()) == 1
 
 
 def test_the_code_archive_is_the_same_bytes_each_time(tmp_path):

@@ -7,17 +7,27 @@ shared by both editions, that belongs to one SHA-256 of the package (another
 digest empties it); and a page whose code cells import the package depends
 on the package's files (``env.note_dependency``), so it is read and executed
 again when one changes.
+
+The two reading processes of ``-j 2`` both write to that cache, and
+jupyter-cache 1.0.1 is not safe for it: after caching a notebook it lists the
+records to keep, then all records, and removes those not kept. A record the
+other process adds between the two queries is removed, its files not yet
+written ("Notebook file does not exist for cache record"), and the build
+fails; it failed two clean builds of the book in one day. So one process at a
+time caches a notebook.
 """
 
 from __future__ import annotations
 
 import ast
+import fcntl
 import functools
 import hashlib
 import shutil
 from pathlib import Path
 
 from jupyter_cache import get_cache
+from jupyter_cache.cache.main import JupyterCacheBase
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
@@ -89,6 +99,23 @@ def _cache_per_package_digest(app, config) -> None:
     cache.mkdir(parents=True, exist_ok=True)
     stamp.write_text(digest)
     get_cache(str(cache)).list_cache_records()
+
+
+def _one_writer_at_a_time(write):
+    """``write`` (``cache_notebook_bundle``) under a lock on the cache's folder."""
+
+    @functools.wraps(write)
+    def locked(cache, *args, **kwargs):
+        with open(Path(cache.path, "writing.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+            return write(cache, *args, **kwargs)
+
+    return locked
+
+
+JupyterCacheBase.cache_notebook_bundle = _one_writer_at_a_time(
+    JupyterCacheBase.cache_notebook_bundle
+)
 
 
 def _depend_on_package(app, docname, source) -> None:
