@@ -57,10 +57,21 @@ html: $(BUILT) $(ZH_BUILT)
 # page again and pass. So a failed build takes its doctrees with it.
 # The pages' kernels are forked from a process that has imported torch once
 # (book/_kernel/warm.py): the English edition is the one that executes them.
+# The 简体中文 edition executes nothing, so it starts once the English one has
+# read every page (Sphinx saves its environment, then writes): the two
+# editions are written side by side, the Chinese log printed when it is done.
+EN_READ := $(BUILDDIR)/doctrees/environment.pickle
 $(BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
-	$(THREADS) $(BIN)/python book/_kernel/warm.py $(HTML) $(PDF_LINK) book $(BUILDDIR)/html \
-		|| { rm -rf $(BUILDDIR)/doctrees; exit 1; }
-	touch $@
+	mkdir -p $(BUILDDIR) && touch $(BUILDDIR)/.reading
+	{ $(THREADS) $(BIN)/python book/_kernel/warm.py $(HTML) $(PDF_LINK) book $(BUILDDIR)/html \
+		|| { rm -rf $(BUILDDIR)/doctrees; exit 1; }; } & en=$$!; \
+	while kill -0 $$en 2>/dev/null && ! [ $(EN_READ) -nt $(BUILDDIR)/.reading ]; do \
+		sleep 0.2; done; \
+	if [ $(EN_READ) -nt $(BUILDDIR)/.reading ]; then \
+		{ $(ZH_SPHINX); } > $(BUILDDIR)/$(ZH).log 2>&1 & zh=$$!; fi; \
+	wait $$en; en_ok=$$?; [ -z "$$zh" ] || { wait $$zh; zh_ok=$$?; cat $(BUILDDIR)/$(ZH).log; }; \
+	[ $$en_ok = 0 ] && [ "$${zh_ok:-0}" = 0 ] && { [ -z "$$zh" ] || { $(ZH_INTO_SITE); }; }
+	touch $@ && if [ $(EN_READ) -nt $(BUILDDIR)/.reading ]; then touch $(ZH_BUILT); fi
 
 $(KERNEL_CONF): book/_kernel/ipython_kernel_config.py $(STAMP)
 	mkdir -p $(@D) && cp $< $@
@@ -72,9 +83,10 @@ $(WHEEL): $(STAMP) $(PACKAGE)
 
 # -- 简体中文 edition ---------------------------------------------------------------
 # Built by `make html` into $(BUILDDIR)/html/zh_CN (same page paths), with its
-# own doctrees, after the English edition, whose execution cache it reads (it
-# executes nothing). It also depends on the catalogs in book/locales, which
-# the English edition does not read.
+# own doctrees, once the English edition has filled the execution cache it
+# reads (it executes nothing): beside the English writing when both are built,
+# alone when only the catalogs in book/locales, which English does not read,
+# changed.
 
 html-zh: $(ZH_BUILT)
 
@@ -86,9 +98,11 @@ html-zh: $(ZH_BUILT)
 ZH_INTO_SITE = rm -rf $(ZH_OUT) && cp -a $(BUILDDIR)/$(ZH)/html $(ZH_OUT) \
 	&& $(BIN)/python book/_ext/share_assets.py $(BUILDDIR)/html $(ZH)
 
-$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES) $(KERNEL_CONF)
-	$(SPHINX_ZH) $(PDF_LINK_ZH) book $(BUILDDIR)/$(ZH)/html \
+ZH_SPHINX = $(SPHINX_ZH) $(PDF_LINK_ZH) book $(BUILDDIR)/$(ZH)/html \
 		|| { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
+
+$(ZH_BUILT): $(BUILT) $(STAMP) $(SOURCES) $(LOCALES) $(KERNEL_CONF)
+	$(ZH_SPHINX)
 	$(ZH_INTO_SITE)
 	touch $@
 
