@@ -44,11 +44,3 @@ def inputs() -> torch.Tensor:
     from attention import example_inputs
 
     return example_inputs()
-
-
-@pytest.fixture
-def batch(inputs: torch.Tensor) -> torch.Tensor:
-    """Two copies of the running example stacked as a batch, ``(2, 6, 3)``."""
-    import torch
-
-    return torch.stack((inputs, inputs), dim=0)

@@ -30,7 +30,6 @@ from checks import (
     assert_eval_is_deterministic,
     assert_gradcheck,
     assert_message_names,
-    assert_printed,
     assert_state_dict_round_trip,
     reference_multihead,
 )
@@ -330,33 +329,6 @@ def test_same_outputs_and_gradients_as_the_reference(
         )
 
 
-# Printed in section 3.6.2 (seed 123, d_in=3, d_out=2, 2 heads), per batch item.
-MHA_SEED_123 = [
-    [0.3190, 0.4858],
-    [0.2943, 0.3897],
-    [0.2856, 0.3593],
-    [0.2693, 0.3873],
-    [0.2639, 0.3928],
-    [0.2575, 0.4028],
-]
-
-
-def test_the_reference_prints_the_chapters_numbers(batch: torch.Tensor) -> None:
-    """The reference itself is checked against the book, not against a class."""
-    torch.manual_seed(123)
-    mha = MultiHeadAttention(3, 2, context_length=6, dropout=0.0, num_heads=2)
-    out = reference_multihead(mha_state_dict(mha), batch, num_heads=2)
-    assert_printed(out, [MHA_SEED_123, MHA_SEED_123])
-
-
-def test_the_chapters_numbers(make, batch: torch.Tensor) -> None:
-    torch.manual_seed(123)
-    mha = MultiHeadAttention(3, 2, context_length=6, dropout=0.0, num_heads=2)
-    other = make(3, 2, 6, 0.0, 2)
-    copy_weights(mha, other)
-    assert_printed(other(batch), [MHA_SEED_123, MHA_SEED_123])
-
-
 # --- every causal module: the registry, CausalAttention, the wrapper, GQA --------
 
 
@@ -380,12 +352,6 @@ def test_causality(build, d_in: int, d_out: int, h: int) -> None:
 def test_batch_independence(build) -> None:
     module = build(4, 6, 8, 0.0, 2, seed=4).double().eval()
     assert_batch_independent(module, torch.randn(4, 7, 4, dtype=torch.float64))
-
-
-def test_a_shorter_sequence_gives_the_prefix_of_a_longer_one(build) -> None:
-    module = build(4, 6, 16, 0.0, 3, seed=5).eval()
-    x = torch.randn(1, 16, 4)
-    torch.testing.assert_close(module(x[:, :9]), module(x)[:, :9])
 
 
 def test_eval_is_deterministic_and_equals_no_dropout(build) -> None:
