@@ -30,24 +30,18 @@ def _x(b=2, t=6, d_in=4, seed=0, dtype=torch.float32):
 def test_with_as_many_kv_heads_as_heads_it_is_multihead_attention(
     d_in, d_out, num_heads, qkv_bias
 ):
+    # The same seed draws the same weights under the same names and shapes, so
+    # the chapter's state_dict loads as it is.
     torch.manual_seed(123)
     mha = MultiHeadAttention(d_in, d_out, 8, 0.0, num_heads, qkv_bias)
+    torch.manual_seed(123)
     gqa = GroupedQueryAttention(d_in, d_out, 8, 0.0, num_heads, num_heads, qkv_bias)
-    # Same names and shapes, so the chapter's state_dict loads as it is.
-    gqa.load_state_dict(mha.state_dict())
-    x = _x(d_in=d_in)
-    assert torch.equal(gqa(x), mha(x))
-
-
-def test_the_same_seed_draws_the_same_weights_as_multihead_attention():
-    torch.manual_seed(5)
-    mha = MultiHeadAttention(4, 8, 8, 0.0, 4)
-    torch.manual_seed(5)
-    gqa = GroupedQueryAttention(4, 8, 8, 0.0, 4, 4)
     for (name_a, a), (name_b, b) in zip(
         mha.state_dict().items(), gqa.state_dict().items(), strict=True
     ):
         assert name_a == name_b and torch.equal(a, b)
+    x = _x(d_in=d_in)
+    assert torch.equal(gqa(x), mha(x))
 
 
 def test_each_group_of_query_heads_shares_one_key_value_head():
