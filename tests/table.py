@@ -384,9 +384,10 @@ def _wrapper_ref(s: Sample) -> torch.Tensor:
 
 
 def _cross(d: Draw) -> Sample:
-    b, T_q, T_kv, d_ctx = d.int(1, 2), d.int(1, 5), d.int(1, 5), d.int(1, 5)
+    b, T_q, T_kv = d.int(1, 2), d.int(1, 5), d.int(1, 5)
+    d_ctx = d.pick([None, 1, 2, 3, 5])  # None: the default, d_in (4)
     cross = d.module(lambda: CrossAttention(4, 3, qkv_bias=d.flag(), d_context=d_ctx))
-    return Sample(cross, (d.t(b, T_q, 4), d.t(b, T_kv, d_ctx)))
+    return Sample(cross, (d.t(b, T_q, 4), d.t(b, T_kv, d_ctx or 4)))
 
 
 def _gqa(d: Draw) -> Sample:

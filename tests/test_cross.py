@@ -1,11 +1,13 @@
 """Tests for attention.cross beyond its record in ``tests/table.py`` (which
-checks batched outputs against the formula, ``d_context != d_in`` included)."""
+checks batched outputs against the formula, with the default ``d_context``
+(``d_in``) and others)."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
-from attention import CrossAttention, SelfAttention_v2, example_inputs
+from attention import CrossAttention, SelfAttention_v2
 
 
 def _pair(b=None, t_q=6, t_kv=8, d_in=3, d_context=3, seed=0):
@@ -16,25 +18,20 @@ def _pair(b=None, t_q=6, t_kv=8, d_in=3, d_context=3, seed=0):
     return x, context
 
 
-def test_attending_to_itself_is_self_attention_v2_exactly():
-    torch.manual_seed(123)
-    sa_v2 = SelfAttention_v2(3, 2)
-    cross = CrossAttention(3, 2)
-    cross.load_state_dict(sa_v2.state_dict())
-    x = example_inputs()
-    assert torch.equal(cross(x, x), sa_v2(x))
-
-
-def test_same_seed_draws_the_same_weights_as_self_attention_v2():
+@pytest.mark.parametrize("qkv_bias", [False, True])
+def test_same_seed_same_weights_and_attending_to_itself_is_self_attention_v2(
+    qkv_bias,
+):
     torch.manual_seed(7)
-    sa_v2 = SelfAttention_v2(4, 3, qkv_bias=True)
+    sa_v2 = SelfAttention_v2(4, 3, qkv_bias=qkv_bias)
     torch.manual_seed(7)
-    cross = CrossAttention(4, 3, qkv_bias=True)
+    cross = CrossAttention(4, 3, qkv_bias=qkv_bias)
     for (name_a, a), (name_b, b) in zip(
         sa_v2.state_dict().items(), cross.state_dict().items(), strict=True
     ):
-        assert name_a == name_b
-        assert torch.equal(a, b)
+        assert name_a == name_b and torch.equal(a, b)
+    x, _ = _pair(d_in=4)
+    assert torch.equal(cross(x, x), sa_v2(x))
 
 
 def test_gradients_reach_both_sequences_and_every_weight():
@@ -50,10 +47,3 @@ def test_gradients_reach_both_sequences_and_every_weight():
         assert p.grad is not None, name
         assert torch.isfinite(p.grad).all(), name
         assert p.grad.abs().sum() > 0, name
-
-
-def test_default_context_width_is_d_in():
-    cross = CrossAttention(3, 2)
-    assert cross.d_context == 3
-    assert cross.W_key.in_features == 3
-    assert CrossAttention(3, 2, d_context=9).W_value.in_features == 9
