@@ -48,7 +48,7 @@ F32, F64 = torch.float32, torch.float64
 #: A wrong Python type: the package raises ``ArgumentTypeError`` (a
 #: ``TypeError`` and a ``ValueError``); torch and outside classes raise
 #: ``TypeError``; the package before the new checks raised ``ValueError``.
-WRONG_TYPE = TYPE = (TypeError, ValueError)
+TYPE = (TypeError, ValueError)
 Names = tuple[tuple[str, ...], ...]
 z = torch.zeros
 FLOAT = "float|floating-point|float32"

@@ -45,10 +45,6 @@ class Term:
     rivals: tuple[str, ...]
 
 
-def _cells(row: str) -> list[str]:
-    return [cell.strip() for cell in row.strip().strip("|").split("|")]
-
-
 def term_base(markdown: str) -> list[Term]:
     """The terms of the glossary's English | 中文 | Not used here table.
 
