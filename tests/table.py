@@ -445,10 +445,12 @@ def _padded_ref(s: Sample) -> torch.Tensor:
 
 def _counted(d: Draw) -> nn.Module:
     cls = d.pick([CausalAttention, MultiHeadAttentionWrapper, *VARIANTS.values()])
-    d_in = d.int(1, 5)
-    if cls is CausalAttention:
-        return d.module(lambda: cls(d_in, 4, 6, 0.0, qkv_bias=d.flag()))
-    return d.module(lambda: cls(d_in, 4, 6, 0.0, 2, qkv_bias=d.flag()))
+    d_in, heads = d.int(1, 5), () if cls is CausalAttention else (2,)
+    module = d.module(lambda: cls(d_in, 4, 6, 0.0, *heads, qkv_bias=d.flag()))
+    for p in module.parameters():  # a frozen parameter is not counted
+        if d.flag():
+            p.requires_grad_(False)
+    return module
 
 
 def _trainable(s: Sample) -> int:
