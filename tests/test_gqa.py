@@ -18,11 +18,6 @@ from attention import (
 )
 
 
-def _x(b=2, t=6, d_in=4, seed=0, dtype=torch.float32):
-    g = torch.Generator().manual_seed(seed)
-    return torch.rand(b, t, d_in, generator=g, dtype=dtype)
-
-
 @pytest.mark.parametrize("qkv_bias", [False, True])
 @pytest.mark.parametrize(
     ("d_in", "d_out", "num_heads"), [(3, 2, 2), (4, 8, 4), (6, 6, 1)]
@@ -40,7 +35,7 @@ def test_with_as_many_kv_heads_as_heads_it_is_multihead_attention(
         mha.state_dict().items(), gqa.state_dict().items(), strict=True
     ):
         assert name_a == name_b and torch.equal(a, b)
-    x = _x(d_in=d_in)
+    x = torch.rand(2, 6, d_in)
     assert torch.equal(gqa(x), mha(x))
 
 
@@ -48,7 +43,7 @@ def test_each_group_of_query_heads_shares_one_key_value_head():
     # The record draws 4 heads over 2 only now and then: the quick loop needs this.
     torch.manual_seed(0)
     gqa = GroupedQueryAttention(4, 12, 8, 0.0, num_heads=6, num_kv_heads=2)
-    x = _x()
+    x = torch.rand(2, 6, 4)
     torch.testing.assert_close(gqa(x), reference_multihead(chapter_state(gqa), x, 6, 2))
 
 
@@ -71,7 +66,7 @@ def test_mean_pooling_heads_that_agree_in_each_group_loses_nothing(qkv_bias):
 
     for name, tensor in gqa.state_dict().items():
         torch.testing.assert_close(pooled.state_dict()[name], tensor)
-    x = _x()
+    x = torch.rand(2, 6, 4)
     torch.testing.assert_close(pooled(x), gqa(x))
     for name, tensor in mha.state_dict().items():  # the source is left alone
         assert torch.equal(tensor, before[name])

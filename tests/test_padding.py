@@ -10,22 +10,15 @@ import torch
 from attention import PaddedMultiHeadAttention, pad_sequences
 
 
-def _sentences(lengths, d_in, seed=0):
-    gen = torch.Generator().manual_seed(seed)
-    return [torch.randn(n, d_in, generator=gen) for n in lengths]
-
-
-def _module(d_in=3, d_out=4, context_length=8, num_heads=2, qkv_bias=False, seed=0):
-    torch.manual_seed(seed)
-    return PaddedMultiHeadAttention(
-        d_in, d_out, context_length, 0.0, num_heads, qkv_bias
-    ).eval()
+def _module(qkv_bias=False):
+    torch.manual_seed(0)
+    return PaddedMultiHeadAttention(3, 4, 8, 0.0, 2, qkv_bias).eval()
 
 
 def test_left_padding_without_the_mask_changes_every_real_token():
     # Without the mask each real token of a left-padded row attends to its pads.
     module = _module()
-    sentences = _sentences((6, 3), 3)
+    sentences = [torch.randn(n, 3) for n in (6, 3)]
     x, attention_mask = pad_sequences(sentences, side="left", value=1.0)
     out = module(x)  # no attention_mask
     alone = module(sentences[1][None])[0]
@@ -36,7 +29,7 @@ def test_left_padding_without_the_mask_changes_every_real_token():
 def test_right_padding_needs_no_mask_for_the_real_tokens():
     # Under the causal mask, right pads lie in every real token's future.
     module = _module()
-    sentences = _sentences((6, 3), 3)
+    sentences = [torch.randn(n, 3) for n in (6, 3)]
     x, attention_mask = pad_sequences(sentences, side="right", value=1.0)
     torch.testing.assert_close(module(x)[1, :3], module(sentences[1][None])[0])
     torch.testing.assert_close(module(x)[1, :3], module(x, attention_mask)[1, :3])
@@ -45,7 +38,7 @@ def test_right_padding_needs_no_mask_for_the_real_tokens():
 @pytest.mark.parametrize("side", ["left", "right"])
 def test_gradients_are_finite_and_pads_get_none(side):
     module = _module(qkv_bias=True)
-    x, attention_mask = pad_sequences(_sentences((5, 2), 3), side=side)
+    x, attention_mask = pad_sequences([torch.randn(n, 3) for n in (5, 2)], side=side)
     x.requires_grad_(True)
     out = module(x, attention_mask)
     out[attention_mask.bool()].sum().backward()  # a loss on real tokens only
