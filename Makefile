@@ -69,9 +69,10 @@ $(BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
 		sleep 0.2; done; \
 	if [ $(EN_READ) -nt $(BUILDDIR)/.reading ]; then \
 		{ $(ZH_SPHINX); } > $(BUILDDIR)/$(ZH).log 2>&1 & zh=$$!; fi; \
-	wait $$en; en_ok=$$?; [ -z "$$zh" ] || { wait $$zh; zh_ok=$$?; cat $(BUILDDIR)/$(ZH).log; }; \
-	[ $$en_ok = 0 ] && [ "$${zh_ok:-0}" = 0 ] && { [ -z "$$zh" ] || { $(ZH_INTO_SITE); }; }
-	touch $@ && if [ $(EN_READ) -nt $(BUILDDIR)/.reading ]; then touch $(ZH_BUILT); fi
+	wait $$en; en_ok=$$?; \
+	if [ -n "$$zh" ]; then wait $$zh; zh_ok=$$?; cat $(BUILDDIR)/$(ZH).log; fi; \
+	[ $$en_ok = 0 ] && { [ -z "$$zh" ] || { [ $$zh_ok = 0 ] && $(ZH_INTO_SITE); }; } \
+		&& touch $@ && { [ -z "$$zh" ] || touch $(ZH_BUILT); }
 
 $(KERNEL_CONF): book/_kernel/ipython_kernel_config.py $(STAMP)
 	mkdir -p $(@D) && cp $< $@
