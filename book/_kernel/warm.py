@@ -19,10 +19,10 @@ and caches exactly what it did before (``make repro`` compares the outputs).
 
 The launcher stays in between, since the kernel manager signals and waits for
 the process it started: it forwards signals to the kernel and exits when the
-kernel does, and the kernel exits if the launcher is killed. If the launcher
-finds no warm process (not yet: the first kernels may start while it imports),
-or one that can't fork safely (it has a thread, which the child would lack),
-it becomes ``ipykernel_launcher`` itself. Off Linux,
+kernel does, and the kernel exits if the launcher is killed. A launcher that
+comes while the warm process still imports waits for it. If it finds no warm
+process, or one that can't fork safely (it has a thread, which the child
+would lack), it becomes ``ipykernel_launcher`` itself. Off Linux,
 ``warm.py`` just runs the command. Outside the build nothing changes: a
 notebook run by hand gets the usual kernel.
 """
@@ -52,6 +52,10 @@ PRELOAD = (
     "jupyter_client.session",
     "tornado.ioloop",
 )
+# Imported between kernels, once the warm process listens: what some pages
+# pull in (torch.broadcast_shapes imports SymPy; the meta device and
+# FlopCounterMode, torch._dynamo), a second or more for each kernel otherwise.
+LATER = ("sympy", "torch._dynamo")
 INLINE = "module://matplotlib_inline.backend_inline"  # ipykernel's MPLBACKEND
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -158,24 +162,29 @@ def run(command: list[str]) -> int:
         paths = [folder, os.environ.get("JUPYTER_PATH", "")]
         os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, paths))
         os.environ[SOCKET] = path = os.path.join(folder, "socket")
+        # Listening before the imports: the command's first kernels come while
+        # they run (both take about three seconds), and a launcher that waits
+        # a fraction of a second for them beats a kernel that imports torch
+        # again. Its kernel's ports, which the kernel manager picked before it
+        # started the launcher, stay free meanwhile about as long as a new
+        # ipykernel_launcher would take to bind them.
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        server.bind(path)
+        server.listen(8)
+        server.settimeout(0.2)
         proc = subprocess.Popen(command)
         try:
             os.environ.setdefault("MPLBACKEND", INLINE)
             for name in PRELOAD:  # while the command starts up
                 __import__(name)
-            # Only now: a launcher must not wait for the imports. The kernel
-            # manager picks its kernel's TCP ports before it starts the
-            # launcher, and any other process may take one of them until the
-            # kernel binds it; kernels started meanwhile start as usual.
-            server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-            server.bind(path)
-            server.listen(8)
-            server.settimeout(0.2)
+            later = list(LATER)
             while proc.poll() is None:
                 kernels -= {pid for pid in kernels if os.waitpid(pid, os.WNOHANG)[0]}
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
+                    if later:  # no launcher waiting
+                        __import__(later.pop(0))
                     continue
                 with conn:  # closed: that launcher starts a kernel of its own
                     try:
