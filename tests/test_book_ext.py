@@ -179,6 +179,15 @@ def test_a_translated_comment_keeps_the_code(zh):
     assert "练习 3.1：比较这些类" in html or "3.1：比较这些类" in html
 
 
+def test_translated_nodes_belong_to_their_page(zh):
+    # Not to the document Locale parsed them in: pickled along, its settings
+    # took the build environment into every translated doctree.
+    for name in zh.env.found_docs:
+        doctree = zh.env.get_doctree(name)
+        owners = {getattr(node, "_document", None) for node in doctree.findall()}
+        assert owners <= {None, doctree}, name
+
+
 def test_the_translated_edition_downloads_a_translated_notebook(zh):
     saved = Path(zh.env.mystnb_config.output_folder) / "notebook.ipynb"
     cells = nbformat.read(saved, as_version=4).cells

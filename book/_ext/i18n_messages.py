@@ -72,8 +72,22 @@ class CellMessages(SphinxTransform):
                     output.parent.append(marker)
 
 
+def _own_nodes(app, doctree: nodes.document) -> None:
+    """Point translated nodes at their page, not at the scratch document.
+
+    ``Locale`` parses each translation into a document of its own that shares
+    the page's settings, and the nodes it moves into the page keep a
+    reference to it. Pickled with the page, that document took the build
+    environment along in its settings: 600 kB in every translated doctree.
+    """
+    for node in doctree.findall():
+        if getattr(node, "_document", None) not in (None, doctree):
+            node.document = doctree
+
+
 def setup(app):
     for node in (hidden_message, alt_message):
         add_hidden_node(app, node)
     app.add_transform(CellMessages)
+    app.connect("doctree-read", _own_nodes)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
