@@ -21,7 +21,7 @@ from types import SimpleNamespace
 
 import nbformat
 import pytest
-from balanced_read import balanced_order, estimated_cost
+from balanced_read import balanced_order, catalog_messages, estimated_cost
 from book_pdf import _share_html_handlers
 from downloads import drop_merged_streams, write_archive
 from jupyter_cache import get_cache
@@ -356,15 +356,18 @@ def test_the_chinese_search_names_a_stemmer_that_exists():
     assert _stemmer_line(SearchChinese) == "window.Stemmer = ChineseStemmer;"
 
 
+@pytest.mark.parametrize("language", ["en", "zh_CN"])
 @pytest.mark.parametrize("executes", [True, False], ids=["executing", "from-cache"])
-def test_the_book_is_dealt_into_chunks_of_about_equal_cost(executes):
+def test_the_book_is_dealt_into_chunks_of_about_equal_cost(executes, language):
+    config = SimpleNamespace(locale_dirs=["locales/"], language=language)
+    book = SimpleNamespace(srcdir=ROOT / "book", config=config)
     pages = sorted((ROOT / "book").glob("[!_]*/**/*.md")) + [ROOT / "book/index.md"]
-    costs = {
-        p.relative_to(ROOT / "book").with_suffix("").as_posix(): estimated_cost(
-            p.read_text("utf-8"), executes
-        )
-        for p in pages
-    }
+    costs = {}
+    for page in pages:
+        name = page.relative_to(ROOT / "book").with_suffix("").as_posix()
+        messages = catalog_messages(book, name)
+        assert (messages > 10) == (language != "en"), name
+        costs[name] = estimated_cost(page.read_text("utf-8"), executes, messages)
     order = balanced_order(costs, 2)
     assert sorted(order) == sorted(costs)  # every page once: reordered only
     chunks = make_chunks(order, 2)

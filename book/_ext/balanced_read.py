@@ -5,13 +5,15 @@ With ``-j 2`` Sphinx cuts the list of pages into consecutive chunks
 time. Sorted by name, the heaviest notebooks (``beyond/``) fell into one
 chunk, and one process worked long after the other. At
 ``env-before-read-docs`` this estimates each page's cost from its source (and
-whether its notebook is in the execution cache) and reorders the list so that
-the chunks read together cost about the same.
+whether its notebook is in the execution cache, and in a translated edition
+how many messages its catalog holds) and reorders the list so that the
+chunks read together cost about the same.
 """
 
 from __future__ import annotations
 
 import heapq
+from pathlib import Path
 
 from jupyter_cache import get_cache
 from package_cache import markdown
@@ -24,12 +26,16 @@ CELL_SECONDS = 0.05
 MATPLOTLIB_SECONDS = 1.2  # a page that draws figures
 TIMED_SECONDS = 1.2  # a cell tagged nondeterministic times something
 AUTODOC_SECONDS = 3.0  # autodoc imports the package (and torch), translated
-READ_SECONDS_PER_KB = 0.025  # parse (and translate) a page's source
+READ_SECONDS_PER_KB = 0.025  # parse a page's source
+# Locale parses each translation (twice, most of them): the API page's 544
+# messages cost the Chinese edition more than its autodoc.
+MESSAGE_SECONDS = 0.012
 
 
-def estimated_cost(source: str, executes: bool = True) -> float:
+def estimated_cost(source: str, executes: bool = True, messages: int = 0) -> float:
     """Seconds that reading a page with this source costs, roughly;
-    ``executes``: whether its notebook runs (it is not in the execution cache).
+    ``executes``: whether its notebook runs (it is not in the execution cache);
+    ``messages``: how many its catalog translates.
 
     >>> estimated_cost("```{code-cell} python\\nx = 1\\n```\\n")
     1.05
@@ -38,6 +44,7 @@ def estimated_cost(source: str, executes: bool = True) -> float:
     """
     fences = [t for t in markdown().parse(source) if t.type == "fence"]
     cost = READ_SECONDS_PER_KB * len(source.encode()) / 1000
+    cost += MESSAGE_SECONDS * messages
     cells = sum(t.info.startswith("{code-cell}") for t in fences)
     if cells and executes:
         cost += KERNEL_SECONDS + CELL_SECONDS * cells
@@ -76,6 +83,16 @@ def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
     return [name for chunk in chunks for name in chunk] + names[cut:]
 
 
+def catalog_messages(app, docname: str) -> int:
+    """How many messages the page's catalog in the build's language holds."""
+    for folder in app.config.locale_dirs:
+        lang = Path(app.srcdir, folder, app.config.language or "en")
+        catalog = lang / "LC_MESSAGES" / f"{docname}.po"
+        if catalog.is_file():
+            return catalog.read_text("utf-8").count("\nmsgid ")
+    return 0
+
+
 def _balance(app, env, docnames: list[str]) -> None:
     if app.parallel <= 1 or len(docnames) <= app.parallel:
         return
@@ -85,7 +102,11 @@ def _balance(app, env, docnames: list[str]) -> None:
     cached = {record.uri for record in cache.list_cache_records()}
     paths = {name: env.doc2path(name) for name in docnames}
     costs = {
-        name: estimated_cost(path.read_text("utf-8"), str(path) not in cached)
+        name: estimated_cost(
+            path.read_text("utf-8"),
+            str(path) not in cached,
+            catalog_messages(app, name),
+        )
         for name, path in paths.items()
     }
     docnames[:] = balanced_order(costs, app.parallel)
