@@ -33,6 +33,8 @@ BUILT   := $(BUILDDIR)/html/.built
 KERNEL_CONF := $(VENV)/etc/ipython/ipython_kernel_config.py
 # The package as readers download it: its wheel and sdist, built once for both
 # editions into $(BUILDDIR)/dist, where book/_ext/downloads.py finds them.
+# Both straight from the source tree (--sdist --wheel; by default the wheel
+# is built from the unpacked sdist): the same files, a second sooner.
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 DIST    := $(BUILDDIR)/dist
 WHEEL   := $(DIST)/attention-$(VERSION)-py3-none-any.whl
@@ -79,7 +81,7 @@ $(KERNEL_CONF): book/_kernel/ipython_kernel_config.py $(STAMP)
 
 $(WHEEL): $(STAMP) $(PACKAGE)
 	rm -rf $(DIST) && mkdir -p $(DIST)
-	$(BIN)/python -m build --no-isolation --outdir $(DIST) . > $(DIST)/build.log \
+	$(BIN)/python -m build --no-isolation --sdist --wheel --outdir $(DIST) . > $(DIST)/build.log \
 		|| { cat $(DIST)/build.log; exit 1; }
 
 # -- 简体中文 edition ---------------------------------------------------------------
