@@ -16,7 +16,7 @@ import heapq
 from pathlib import Path
 
 from jupyter_cache import get_cache
-from package_cache import markdown
+from package_cache import fences
 from sphinx.util.parallel import make_chunks
 
 # Rough costs in seconds on the 2-core machine, fitted to the execution times
@@ -42,18 +42,18 @@ def estimated_cost(source: str, executes: bool = True, messages: int = 0) -> flo
     >>> estimated_cost("```{eval-rst}\\n.. autofunction:: f\\n```\\n", executes=False)
     3.0
     """
-    fences = [t for t in markdown().parse(source) if t.type == "fence"]
+    blocks = fences(source)
     cost = READ_SECONDS_PER_KB * len(source.encode()) / 1000
     cost += MESSAGE_SECONDS * messages
-    cells = sum(t.info.startswith("{code-cell}") for t in fences)
+    cells = sum(info.startswith("{code-cell}") for info, _ in blocks)
     if cells and executes:
         cost += KERNEL_SECONDS + CELL_SECONDS * cells
         cost += MATPLOTLIB_SECONDS * ("matplotlib" in source)
         cost += TIMED_SECONDS * source.count("nondeterministic")
     elif any(  # {autoclass}-like fences, or reStructuredText's .. auto*:: in one
-        t.info.startswith("{auto")
-        or (t.info.startswith("{eval-rst}") and "\n.. auto" in "\n" + t.content)
-        for t in fences
+        info.startswith("{auto")
+        or (info.startswith("{eval-rst}") and "\n.. auto" in "\n" + content)
+        for info, content in blocks
     ):
         cost += AUTODOC_SECONDS
     return round(cost, 2)

@@ -62,13 +62,23 @@ def markdown():
     return create_md_parser(config, RendererHTML)
 
 
+@functools.lru_cache(maxsize=64)
+def fences(source: str) -> tuple[tuple[str, str], ...]:
+    """``(info, content)`` of each fenced block of a page, parsed once a
+    process: ``balanced_read`` reads every page before ``-j 2`` forks the
+    readers, which find them here for :func:`imports_package`."""
+    return tuple(
+        (t.info, t.content) for t in markdown().parse(source) if t.type == "fence"
+    )
+
+
 def imports_package(source: str) -> bool:
     """Whether a page's code cells import the package (read with Python's parser)."""
-    for token in markdown().parse(source):
-        if token.type != "fence" or not token.info.startswith("{code-cell}"):
+    for info, content in fences(source):
+        if not info.startswith("{code-cell}"):
             continue
         try:
-            tree = ast.parse(token.content)
+            tree = ast.parse(content)
         except SyntaxError:  # IPython syntax (a magic): such a cell imports nothing
             continue
         for node in ast.walk(tree):
