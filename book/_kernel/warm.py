@@ -183,8 +183,11 @@ def run(command: list[str]) -> int:
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    if later:  # no launcher waiting
-                        __import__(later.pop(0))
+                    try:
+                        if later:  # no launcher waiting
+                            __import__(later.pop(0))
+                    except ImportError as error:  # the pages import it then
+                        print(f"warm.py: {error}", file=sys.stderr)
                     continue
                 with conn:  # closed: that launcher starts a kernel of its own
                     try:
