@@ -95,21 +95,16 @@ def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
     )
 
 
-def test_html_lang(english, zh):
-    wrong = [
-        f"{edition.html.name}/{p.rel}: lang={p.soup.html.get('lang')!r}"
-        for edition, lang in ((english, "en"), (zh, "zh-CN"))
-        for p in edition.pages
-        if p.soup.html.get("lang") != lang
-    ]
-    assert not wrong, wrong
-
-
-def test_language_switch_leads_to_the_same_page(english, zh):
-    """Every page of each edition, so also: both editions have the same pages."""
+def test_html_lang_and_a_language_switch_to_the_same_page(english, zh):
+    """Every page of each edition, so also: both editions have the same pages.
+    Neither site holds myst-nb's output folder."""
     problems = []
-    for edition, other in ((english, zh), (zh, english)):
+    for edition, other, lang in ((english, zh, "en"), (zh, english, "zh-CN")):
+        if (edition.html / "jupyter_execute").exists():
+            problems.append(f"{edition.html}: myst-nb's output folder is in it")
         for page in edition.pages:
+            if page.soup.html.get("lang") != lang:
+                problems.append(f"{page.path}: lang={page.soup.html.get('lang')!r}")
             links = page.soup.select("nav.language-switch a[hreflang]")
             if len(links) != 1:
                 problems.append(f"{page.path}: {len(links)} switch links")
@@ -120,14 +115,7 @@ def test_language_switch_leads_to_the_same_page(english, zh):
                 problems.append(f"{page.path}: switch goes to {href} ({target})")
             if href.startswith(("/", "http:", "https:", "file:")):
                 problems.append(f"{page.path}: switch link is not relative: {href}")
-    assert_none(problems, "language switches")
-
-
-def test_no_stray_notebook_folder_in_the_sites(english, zh):
-    for html in (english.html, zh.html):
-        assert not (html / "jupyter_execute").exists(), (
-            f"{html / 'jupyter_execute'}: myst-nb's output folder landed in a site"
-        )
+    assert_none(problems, "<html lang>, language switches or stray folders")
 
 
 def _outputs(page) -> list[tuple[str, list[str]]]:
