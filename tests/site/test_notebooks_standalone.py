@@ -142,12 +142,6 @@ def test_every_executed_page_offers_its_notebook_in_both_editions(site):
     assert_none(problems, "notebook downloads and their notes")
 
 
-def test_the_notes_offer_one_wheel_of_this_version(site):
-    wheels = offered_files(site.edition, ".whl")
-    assert list(wheels) == [WHEEL], wheels
-    assert wheels[WHEEL].is_file()
-
-
 @pytest.fixture(scope="module")
 def wheel() -> Path:
     """The wheel the English pages offer (``make html`` built it)."""
@@ -176,15 +170,16 @@ def test_the_wheel_holds_every_module_and_data_file_of_the_package(wheel):
     assert "Requires-Dist: torch" in metadata
 
 
-def test_the_archive_holds_every_download_and_the_wheel(site):
-    """The front page's archive: the same bytes as the page downloads."""
-    archives = offered_files(site.edition, ".zip")
+def test_the_archive_holds_every_download_and_the_one_wheel(site):
+    """The front page's archive: the same bytes as the page downloads and as
+    the one wheel the pages offer, this version's."""
+    archives, wheels = (offered_files(site.edition, s) for s in (".zip", ".whl"))
     assert list(archives) == [ARCHIVE], archives
+    assert list(wheels) == [WHEEL], wheels
     with zipfile.ZipFile(archives[ARCHIVE]) as archive:
         names = archive.namelist()
         assert WHEEL in names
-        wheel = offered_files(site.edition, ".whl")[WHEEL]
-        assert archive.read(WHEEL) == wheel.read_bytes()
+        assert archive.read(WHEEL) == wheels[WHEEL].read_bytes()
         notebooks = {Path(n).name: n for n in names if n.endswith(".ipynb")}
         prefix = f"{site.edition}/"
         offered = {
