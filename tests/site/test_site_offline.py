@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from conftest import text_without
+from conftest import assert_none, text_without
 
 pytestmark = pytest.mark.site
 
@@ -98,31 +98,22 @@ def external_assets(soup) -> list[str]:
 
 
 def test_pages_load_no_external_assets(site):
-    offenders = {}
-    for page in site.pages:
-        found = external_assets(page.soup)
-        if found:
-            offenders[page.rel] = found
-    assert not offenders, "pages that would fetch from the network:\n" + "\n".join(
-        f"{page}: {asset}" for page, assets in offenders.items() for asset in assets
+    found = (
+        f"{p.rel}: {asset}" for p in site.pages for asset in external_assets(p.soup)
     )
+    assert_none(found, "pages that would fetch from the network")
 
 
 def test_stylesheets_and_svgs_fetch_nothing_external(site):
-    offenders = {}
-    for css in site.html.rglob("*.css"):
-        found = external_css_urls(css.read_text("utf-8", errors="replace"))
-        if found:
-            offenders[css.relative_to(site.html).as_posix()] = found
-    for svg in site.html.rglob("*.svg"):
-        text = svg.read_text("utf-8", errors="replace")
-        hrefs = re.findall(r"""(?:xlink:)?href\s*=\s*["']([^"']+)""", text)
-        found = [u for u in hrefs if EXTERNAL.match(u)] + external_css_urls(text)
-        if found:
-            offenders[svg.relative_to(site.html).as_posix()] = found
-    assert not offenders, (
-        f"stylesheets or images that fetch from the network: {offenders}"
-    )
+    found = []
+    for path in [*site.html.rglob("*.css"), *site.html.rglob("*.svg")]:
+        text = path.read_text("utf-8", errors="replace")
+        urls = external_css_urls(text)
+        if path.suffix == ".svg":
+            hrefs = re.findall(r"""(?:xlink:)?href\s*=\s*["']([^"']+)""", text)
+            urls += [u for u in hrefs if EXTERNAL.match(u)]
+        found += [f"{path.relative_to(site.html)}: {url}" for url in urls]
+    assert_none(found, "stylesheets or images that fetch from the network")
 
 
 def test_math_is_drawn_when_the_site_is_built(site):
