@@ -160,7 +160,7 @@ def english() -> Site:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items):
     """``make unit`` ignores this folder, so a test here without a tier's mark
-    (the detectors' own tests, ``compare_builds``' doctests) runs as ``site``."""
+    (``compare_builds``' doctests) runs as ``site``."""
     tiers = {"site", "browser", "slow"}
     for item in items:
         here = item.path.is_relative_to(HERE)

@@ -74,6 +74,13 @@ def number_pattern(*spellings: str) -> re.Pattern:
     return re.compile(rf"(?<![\d.\-])(?:{either})(?![\d])")
 
 
+def test_numbers_match_whole_printed_values_only():
+    pattern = number_pattern("0.4483")
+    assert pattern.search("tensor([0.5517, 0.4483, 0.0000])")
+    assert not pattern.search("0.44830 -0.4483 10.4483")
+    assert number_pattern("-0.0739").search("tensor([[-0.0739,  0.0713]])")
+
+
 BOTH, ZH = tuple(EDITION_FOLDERS), ("zh_CN",)
 P35, P36 = CH + "3-5-causal-attention", CH + "3-6-multi-head-attention"
 ZH_COMMENT = r"inputs = example_inputs\(\)  # \(6, 3\)：六个词元，d_in = 3\n"
