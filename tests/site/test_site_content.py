@@ -111,14 +111,11 @@ SHOWN = [
     ids=[f"{e}-{row[0]}" for row in SHOWN for e in row[1]],
 )
 def test_page_shows(edition, docname, selector, pattern):
-    texts = [el.get_text() for el in page_article(edition, docname).select(selector)]
+    article = load_site(edition).page(docname + ".html").article
+    texts = [el.get_text() for el in article.select(selector)]
     assert any(re.search(pattern, text) for text in texts), (
         f"nothing {selector!r} finds on {docname} holds {pattern!r}: {texts[:12]}"
     )
-
-
-def page_article(edition: str, docname: str):
-    return load_site(edition).page(docname + ".html").article
 
 
 def source_pages() -> dict[str, Path]:
