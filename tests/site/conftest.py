@@ -42,8 +42,6 @@ CHROMIUM_ARGS = [
 
 # Pages Sphinx generates on its own; they are not pages of the book.
 GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
-# Folders of the site that hold another edition (book/_ext/site_language.py).
-EDITIONS = {"zh_CN"}
 # Every edition the tests check: its name, and its folder inside the site.
 EDITION_FOLDERS = {"en": "", "zh_CN": "zh_CN"}
 
@@ -108,17 +106,18 @@ class Site:
     """One edition of the built site and its parsed pages; its notebooks are in
     ``$BUILDDIR/jupyter_execute`` (English) or ``$BUILDDIR/<lang>/...``."""
 
-    def __init__(self, html: Path, edition: str = "en", build: Path | None = None):
+    def __init__(self, html: Path, edition: str, build: Path):
         self.html = html
         self.edition = edition
-        self.build = build or html.parent
+        self.build = build
         folder = self.build if edition == "en" else self.build / edition
         self.notebooks = folder / "jupyter_execute"
+        # Other editions' folders (zh_CN/, book/_ext/site_language.py): not pages.
+        skip = {"_static", *EDITION_FOLDERS.values()}
         self.pages = [
             Page(p, html, self.notebooks)
             for p in sorted(html.rglob("*.html"))
-            # Other editions live in folders of the site (zh_CN/): not its pages.
-            if p.relative_to(html).parts[0] not in {"_static", *EDITIONS}
+            if p.relative_to(html).parts[0] not in skip
         ]
 
     def page(self, rel: str) -> Page:
