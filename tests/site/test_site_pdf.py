@@ -17,7 +17,7 @@ import re
 import unicodedata
 
 import pytest
-from conftest import load_site, text_without
+from conftest import assert_none, load_site, text_without
 from pypdf import PdfReader
 
 pytestmark = pytest.mark.site
@@ -76,9 +76,7 @@ def test_every_title_and_heading_in_reading_order(site, pdf):
                 missing.append(f"{page.rel}: {heading}")
             else:
                 at = found + len(heading)
-    assert not missing, "headings missing from the PDF, or out of order:\n" + (
-        "\n".join(missing)
-    )
+    assert_none(missing, "headings missing from the PDF, or out of order")
 
 
 def test_bookmarks_are_the_table_of_contents(site, pdf):
