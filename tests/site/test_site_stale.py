@@ -172,72 +172,58 @@ def builds(tmp_path_factory) -> dict[str, Build]:
     return steps
 
 
-def test_clean_build_executes_every_notebook(builds):
-    clean = builds["clean"]
-    # Read in two processes: the log names a range of pages per process.
-    assert (clean.added, clean.changed) == (3 + len(PROSE_PAGES), 0), clean.log
-    assert _READ_IN_PARALLEL.search(clean.log), clean.log
-    assert clean.executed == {"uses-package", "no-package"}
-    assert "probe says alpha" in clean.html["uses-package"]
-    assert "the answer is 42" in clean.html["no-package"]
-
-
-def test_rebuild_without_changes_reads_and_executes_nothing(builds):
-    unchanged = builds["unchanged"]
-    assert (unchanged.added, unchanged.changed) == (0, 0), unchanged.log
-    assert unchanged.read == set()
-    assert unchanged.executed == set()
-    assert "Executing notebook" not in unchanged.log
-
-
-def test_package_change_executes_exactly_the_pages_that_import_it(builds):
-    changed = builds["package changed"]
-    assert changed.read == {"uses-package"}, changed.log
-    assert changed.executed == {"uses-package"}, changed.log
-    assert "probe says beta" in changed.html["uses-package"]
-    assert "probe says alpha" not in changed.html["uses-package"]
-    # The other page was neither read nor written again.
-    assert changed.html["no-package"] == builds["unchanged"].html["no-package"]
-
-
-def test_reverting_the_package_brings_the_old_output_back(builds):
-    reverted = builds["package reverted"]
-    assert reverted.read == reverted.executed == {"uses-package"}, reverted.log
-    assert "probe says alpha" in reverted.html["uses-package"]
-    assert "probe says beta" not in reverted.html["uses-package"]
-
-
-def test_editing_a_page_reads_only_that_page(builds):
-    edited = builds["page edited"]
-    assert edited.read == edited.executed == {"no-package"}, edited.log
-    assert "the answer is 48" in edited.html["no-package"]
-    assert "probe says alpha" in edited.html["uses-package"]
-
-
-def test_editing_prose_reads_that_page_and_executes_nothing(builds):
-    edited = builds["prose edited"]
-    assert edited.read == {"uses-package"}, edited.log
-    assert edited.executed == set(), edited.log
-    assert "Using cached notebook" in edited.log
-    assert "as ever" in edited.html["uses-package"]
-    assert "probe says alpha" in edited.html["uses-package"]
-
-
-STEPS = ["clean", "unchanged", "package changed", "package reverted",
-         "page edited", "prose edited"]  # fmt: skip
+U, N = "uses-package", "no-package"
+# Each step of build_step_by_step: the pages its English build reads (the clean
+# build reads every page, in two processes) and executes, the probe's word it
+# shows and the answer no-package prints.
+STEPS = {
+    "clean": (None, {U, N}, "alpha", 42),
+    "unchanged": (set(), set(), "alpha", 42),
+    "package changed": ({U}, {U}, "beta", 42),
+    "package reverted": ({U}, {U}, "alpha", 42),
+    "page edited": ({N}, {N}, "alpha", 48),
+    "prose edited": ({U}, set(), "alpha", 48),
+}
 
 
 @pytest.mark.parametrize("step", STEPS)
-def test_the_chinese_edition_shows_the_same_outputs_and_executes_nothing(builds, step):
-    """The same pages re-read, the same probe shown: a package change reaches it."""
+def test_each_step_reads_and_executes_only_what_changed(builds, step):
+    """The Chinese build after it re-reads the same pages, executes nothing and
+    shows the same outputs: a package change reaches it."""
+    read, executed, word, answer = STEPS[step]
     english, chinese = builds[step], builds[step].zh
+    assert read is None or english.read == read, english.log
+    assert english.executed == executed, english.log
     assert chinese.executed == set(), chinese.log
-    assert chinese.read == english.read, chinese.log  # the same pages, re-read
-    for word in ("alpha", "beta"):
-        shown = f"probe says {word}"
-        assert (shown in chinese.html["uses-package"]) == (
-            shown in english.html["uses-package"]
-        ), step
+    assert chinese.read == english.read, chinese.log
+    other = "beta" if word == "alpha" else "alpha"
+    for html in (english.html, chinese.html):
+        assert f"probe says {word}" in html[U], step
+        assert f"probe says {other}" not in html[U], step
+        assert f"the answer is {answer}" in html[N], step
+
+
+def test_clean_build_reads_every_page_in_two_processes(builds):
+    clean = builds["clean"]
+    assert (clean.added, clean.changed) == (3 + len(PROSE_PAGES), 0), clean.log
+    assert _READ_IN_PARALLEL.search(clean.log), clean.log
+
+
+def test_rebuild_without_changes_executes_nothing(builds):
+    unchanged = builds["unchanged"]
+    assert (unchanged.added, unchanged.changed) == (0, 0), unchanged.log
+    assert "Executing notebook" not in unchanged.log
+
+
+def test_package_change_leaves_the_other_page_as_it_was(builds):
+    no_package = builds["package changed"].html[N]
+    assert no_package == builds["unchanged"].html[N]
+
+
+def test_editing_prose_uses_the_cached_notebook(builds):
+    edited = builds["prose edited"]
+    assert "Using cached notebook" in edited.log
+    assert "as ever" in edited.html[U]
 
 
 def test_prints_are_neither_cut_nor_repeated(builds):
