@@ -43,10 +43,6 @@ PROSE_PAGES = [f"prose-{i}" for i in range(1, 5)]
 # (a seeded cell, a tagged timing), one that does not (a print cut by a pause,
 # a slow print, a Matplotlib SVG), and the index; plus the prose pages.
 STALE_BOOK = ROOT / "tests" / "roots" / "stale-book"
-INDEX, USES_PACKAGE, NO_PACKAGE = (
-    (STALE_BOOK / f"{name}.md").read_text("utf-8")
-    for name in ("index", "uses-package", "no-package")
-)
 # Appended to the copy's attention/data.py; the test edits the returned word.
 PROBE = '\n\ndef stale_probe() -> str:\n    return "{}"\n'
 
@@ -89,9 +85,7 @@ def make_project(folder: Path) -> Path:
         shutil.copy2(ROOT / name, folder / name)
     # The wheel and sdist the pages offer: make html built them before Sphinx.
     shutil.copytree(build_dir() / "dist", folder / "_build" / "dist")
-    (folder / "book" / "index.md").write_text(INDEX)
-    (folder / "book" / "uses-package.md").write_text(USES_PACKAGE)
-    (folder / "book" / "no-package.md").write_text(NO_PACKAGE)
+    shutil.copytree(STALE_BOOK, folder / "book", dirs_exist_ok=True)
     for name in PROSE_PAGES:
         (folder / "book" / f"{name}.md").write_text(f"# {name}\n\nNo code here.\n")
     set_probe(folder, "alpha")
@@ -149,10 +143,11 @@ def build_step_by_step(project: Path, snapshot: Path) -> dict[str, Build]:
     set_probe(project, "alpha")
     steps["package reverted"] = build(project)
     page = project / "book" / "no-package.md"
-    page.write_text(NO_PACKAGE.replace("6 * 7", "6 * 8"))
+    page.write_text(page.read_text("utf-8").replace("6 * 7", "6 * 8"))
     steps["page edited"] = build(project)
     prose = project / "book" / "uses-package.md"
-    prose.write_text(USES_PACKAGE.replace("A seeded cell:", "A seeded cell, as ever:"))
+    text = prose.read_text("utf-8").replace("A seeded cell:", "A seeded cell, as ever:")
+    prose.write_text(text)
     steps["prose edited"] = build(project)
     return steps
 
