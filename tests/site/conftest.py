@@ -146,13 +146,11 @@ def load_site(edition: str) -> Site:
 
 @pytest.fixture(scope="session", params=list(EDITION_FOLDERS))
 def site(request) -> Site:
-    """Each edition of the built site in turn."""
     return load_site(request.param)
 
 
 @pytest.fixture(scope="session")
 def english() -> Site:
-    """The English edition alone."""
     return load_site("en")
 
 
