@@ -359,13 +359,15 @@ def test_the_chinese_search_names_a_stemmer_that_exists():
 @pytest.mark.parametrize("language", ["en", "zh_CN"])
 @pytest.mark.parametrize("executes", [True, False], ids=["executing", "from-cache"])
 def test_the_book_is_dealt_into_chunks_of_about_equal_cost(executes, language):
-    config = SimpleNamespace(locale_dirs=["locales/"], language=language)
-    book = SimpleNamespace(srcdir=ROOT / "book", config=config)
+    config = SimpleNamespace(
+        locale_dirs=["locales/"], language=language, source_encoding="utf-8-sig"
+    )
+    catalogs = catalog_messages(SimpleNamespace(srcdir=ROOT / "book", config=config))
     pages = sorted((ROOT / "book").glob("[!_]*/**/*.md")) + [ROOT / "book/index.md"]
     costs = {}
     for page in pages:
         name = page.relative_to(ROOT / "book").with_suffix("").as_posix()
-        messages = catalog_messages(book, name)
+        messages = catalogs.get(name, 0)
         assert (messages > 10) == (language != "en"), name
         costs[name] = estimated_cost(page.read_text("utf-8"), executes, messages)
     order = balanced_order(costs, 2)

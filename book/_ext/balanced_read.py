@@ -17,6 +17,7 @@ from pathlib import Path
 
 from jupyter_cache import get_cache
 from package_cache import fences
+from sphinx.util.i18n import CatalogRepository
 from sphinx.util.parallel import make_chunks
 
 # Rough costs in seconds on the 2-core machine, fitted to the execution times
@@ -83,14 +84,17 @@ def balanced_order(costs: dict[str, float], nproc: int) -> list[str]:
     return [name for chunk in chunks for name in chunk] + names[cut:]
 
 
-def catalog_messages(app, docname: str) -> int:
-    """How many messages the page's catalog in the build's language holds."""
-    for folder in app.config.locale_dirs:
-        lang = Path(app.srcdir, folder, app.config.language or "en")
-        catalog = lang / "LC_MESSAGES" / f"{docname}.po"
-        if catalog.is_file():
-            return catalog.read_text("utf-8").count("\nmsgid ")
-    return 0
+def catalog_messages(app) -> dict[str, int]:
+    """How many messages each page's catalog in the build's language holds
+    (Sphinx finds the catalogs: one per page, as gettext_compact is False)."""
+    config = app.config
+    found = CatalogRepository(
+        app.srcdir, config.locale_dirs, config.language, config.source_encoding
+    )
+    return {
+        c.domain: Path(c.po_path).read_text("utf-8").count("\nmsgid ")
+        for c in found.catalogs
+    }
 
 
 def _balance(app, env, docnames: list[str]) -> None:
@@ -101,11 +105,10 @@ def _balance(app, env, docnames: list[str]) -> None:
     cache = get_cache(app.config.nb_execution_cache_path)
     cached = {record.uri for record in cache.list_cache_records()}
     paths = {name: env.doc2path(name) for name in docnames}
+    messages = catalog_messages(app)
     costs = {
         name: estimated_cost(
-            path.read_text("utf-8"),
-            str(path) not in cached,
-            catalog_messages(app, name),
+            path.read_text("utf-8"), str(path) not in cached, messages.get(name, 0)
         )
         for name, path in paths.items()
     }
