@@ -29,7 +29,7 @@ from jupyter_cache.base import CacheBundleIn
 from lean_static import lean
 from notebook_i18n import translate_markdown
 from package_cache import _cache_per_package_digest, imports_package, package_digest
-from pysource import changed_lines, code_without_comments, import_lines, package_source
+from pysource import changed_lines, code_without_comments, package_source
 from share_assets import share
 from site_language import _chinese_search, other_edition_url
 from sphinx.search import IndexBuilder
@@ -106,6 +106,8 @@ def test_pysource_shows_the_listing_with_its_imports_and_highlights(en):
     assert "Listing 3.3" in html and "highlighted: new since" in html
     assert html.count('<span class="hll">') >= 2  # the mask, and its use
     code = _text(html[html.index("<pre>", html.index("pysource-listing")) :])
+    imports = "import torch\nfrom torch import nn\nfrom attention import causal_mask"
+    assert code.startswith(imports)  # causal_mask by the package's public name
     assert code.index("import causal_mask") < code.index("class CausalAttention")
     assert '"""' not in code  # no docstrings
 
@@ -287,17 +289,6 @@ def test_the_code_archive_is_the_same_bytes_each_time(tmp_path):
     for out in (first, second):
         write_archive(out, {"chapter3/a.ipynb": tmp_path / "a.ipynb"}, wheel)
     assert first.read_bytes() == second.read_bytes()
-
-
-def test_pysource_adds_the_imports_a_listing_needs_to_run():
-    from attention import CausalAttention
-
-    code = ["class CausalAttention(nn.Module):", "    x = torch.ones(causal_mask(2))"]
-    assert import_lines(CausalAttention, code) == [
-        "import torch",
-        "from torch import nn",
-        "from attention import causal_mask",  # the package's public name
-    ]
 
 
 def test_viewcode_reads_the_package_source_without_importing_it():
