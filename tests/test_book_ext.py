@@ -160,9 +160,14 @@ def test_formulas_are_svg_and_each_glyph_is_drawn_once_a_page(en):
     html = _page(en)
     assert "\\(" not in html and "$$" not in html  # no TeX left for a script
     assert 'aria-label="x_i^2"' in html and 'aria-label="x_i^2 + y"' in html
+    assert html.count('role="img"') == 2 and 'fill="currentColor"' in html
+    assert 'math notranslate"><svg' in html  # the span holds the <svg> itself
+    assert "vertical-align: -" in html  # the baseline on the text's
     symbols = re.findall(r'<symbol id="([^"]+)"', html)
     assert symbols and len(symbols) == len(set(symbols))  # x and i: once each
     assert all(f'href="#{s}"' in html for s in symbols)
+    # Drawn for no page, a formula has ids of its own.
+    assert formula_svg("x_i^2", inline=True) != formula_svg("x_i^2", inline=True)
 
 
 def test_a_page_with_a_live_widget_gets_its_weights_and_scripts(en, editions):
@@ -417,11 +422,3 @@ def test_the_singlehtml_builder_gets_the_html_node_handlers():
     )
     _share_html_handlers(app)
     assert handlers["singlehtml"] == {"cell": "html's", "exercise": "its own"}
-
-
-def test_a_formula_is_one_svg_named_by_its_tex():
-    svg = formula_svg("x_i^2", inline=True)
-    assert svg.startswith("<svg") and 'role="img"' in svg
-    assert 'aria-label="x_i^2"' in svg and 'fill="currentColor"' in svg
-    assert "vertical-align: -" in svg  # the baseline on the text's
-    assert formula_svg("x_i^2", inline=True) != svg  # no page: ids of its own
