@@ -29,7 +29,7 @@ from jupyter_cache.base import CacheBundleIn
 from lean_static import lean
 from notebook_i18n import translate_markdown
 from package_cache import _cache_per_package_digest, imports_package, package_digest
-from pysource import changed_lines, code_without_comments, package_source
+from pysource import changed_lines, package_source
 from share_assets import share
 from site_language import _chinese_search, other_edition_url
 from sphinx.search import IndexBuilder
@@ -305,30 +305,26 @@ def test_viewcode_reads_the_package_source_without_importing_it():
     assert package_source(app, "torch.nn") is None  # left to viewcode
 
 
-def test_pysource_finds_comments_with_the_tokenizer():
-    assert code_without_comments(['s = "it\'s #1"  # a comment', "# only"]) == [
-        's = "it\'s #1"',
-        "",
-    ]
-
-
 def test_pysource_highlights_computation_not_comments_checks_or_headers():
     old = [
         "class A:",
         "    def __init__(self, d_in, dropout):",
         "        check_positive(d_in=d_in)",
         "        self.dropout = dropout",
+        '        s = "it\'s #1"',
         "        return x",
     ]
     new = list(old)
     new[1] = "    def __init__(self, d_in, dropout, h):"  # a header
     new[2] = "        check_positive(d_in=d_in, h=h)"  # a check
     new.insert(4, "        self.h = h")  # a stored argument
+    new.insert(5, "        # A new comment line.")
     new[-1] += "  # a new comment"
     assert changed_lines(new, old) == []
     new.insert(4, "        self.scale = d_in**-0.5")  # computation
     new[3] = "        self.dropout_p = dropout"  # stored under another name
-    assert changed_lines(new, old) == [4, 5]
+    new[-2] = '        s = "it\'s #2"'  # not a comment: found with the tokenizer
+    assert changed_lines(new, old) == [4, 5, 8]
 
 
 def test_the_language_switch_links_the_same_page_in_the_other_edition():
