@@ -33,9 +33,11 @@ def test_comments_are_found_with_tokenize():
     ]
 
 
-def test_comments_at_other_columns_are_separate_messages():
+def test_comments_at_other_columns_are_separate_messages_kept_at_their_column():
     code = "# Outer.\nif True:\n    # Inner.\n    x = 1\n"
     assert [c.text for c in find_comments(code)] == ["Outer.", "Inner."]
+    new, _ = translate_code(code, {"Inner.": "里面。"}.get)  # keeps its indent
+    assert new == "# Outer.\nif True:\n    # 里面。\n    x = 1\n"
 
 
 def test_translation_keeps_code_and_indentation():
@@ -54,22 +56,11 @@ def test_translation_keeps_code_and_indentation():
 
 
 def test_a_longer_translation_shifts_the_line_map():
-    code = "# One line.\nx = 1\n"
-    new, line_map = translate_code(code, {"One line.": "第一行\n第二行"}.get)
-    assert new == "# 第一行\n# 第二行\nx = 1\n"
+    code = "# One line.\nx = 1  # One\n"
+    table = {"One line.": "第一行\n第二行", "One": "一\n二"}
+    new, line_map = translate_code(code, table.get)
+    assert new == "# 第一行\n# 第二行\nx = 1  # 一 二\n"  # a trailing one: one line
     assert line_map == {1: 1, 2: 3}
-
-
-def test_indented_comment_translation():
-    code = "def f():\n    # Return one.\n    return 1\n"
-    new, _ = translate_code(code, {"Return one.": "返回 1。"}.get)
-    assert new == "def f():\n    # 返回 1。\n    return 1\n"
-
-
-def test_trailing_comment_translation_stays_on_its_line():
-    code = "x = 1  # One\n"
-    new, _ = translate_code(code, {"One": "一\n二"}.get)
-    assert new == "x = 1  # 一 二\n"
 
 
 def test_same_code_sees_any_code_change():
