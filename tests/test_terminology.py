@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from babel.messages.pofile import read_po
 from markdown_it import MarkdownIt
+from sphinx_intl.catalog import load_po
 
 ROOT = Path(__file__).resolve().parents[1]
 GLOSSARY = ROOT / "book" / "reference" / "glossary.md"
@@ -163,10 +163,8 @@ def violations(messages, terms=TERMS) -> list[str]:
 
 def catalog_messages(folder: Path = CATALOGS):
     for po in sorted(folder.rglob("*.po")):
-        with po.open("rb") as f:
-            catalog = read_po(f)
         name = po.relative_to(folder).as_posix()
-        for message in catalog:
+        for message in load_po(po):
             if isinstance(message.id, str):
                 yield name, message.id, message.string
 
