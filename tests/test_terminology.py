@@ -50,18 +50,6 @@ def term_base(markdown: str) -> list[Term]:
 
     ``*query* / *key* / *value*`` with ``查询 / 键 / 值`` gives three terms; a
     parenthesis after the English term (``(GQA)``) is a note.
-
-    >>> table = '''
-    ... | English | 中文 | Not used here |
-    ... |---|---|---|
-    ... | *token* | 词元 | 令牌、符元 |
-    ... | *left padding* / *right padding* (x) | 左填充 / 右填充 | |
-    ... '''
-    >>> for term in term_base(table):
-    ...     print(term.english, term.chinese, term.rivals)
-    token 词元 ('令牌', '符元')
-    left padding 左填充 ()
-    right padding 右填充 ()
     """
     tables, row, in_row = [], [], False
     for token in MarkdownIt("commonmark").enable("table").parse(markdown):
