@@ -2,6 +2,7 @@
 file that the README, the Makefile, the pages and the code name is there (a
 page that says which test checks it must not name a test that has gone)."""
 
+import pkgutil
 import re
 from pathlib import Path
 
@@ -15,20 +16,13 @@ def _map() -> str:
     return section.split("```", 2)[1]
 
 
-def _modules(folder: str) -> list[str]:
-    here = ROOT / folder
-    files = [p.name for p in here.glob("*.py") if p.name != "__init__.py"]
-    packages = [f"{p.name}/" for p in here.iterdir() if (p / "__init__.py").exists()]
-    return sorted(files + packages)
-
-
 def test_every_module_of_the_package_and_the_extensions_is_on_the_map():
     drawn = set(re.findall(r"[\w.-]+/?", _map()))
     missing = [
         f"{folder}/{name}"
         for folder in ("attention", "book/_ext")
-        for name in _modules(folder)
-        if name not in drawn
+        for module in pkgutil.iter_modules([str(ROOT / folder)])
+        if (name := module.name + ("/" if module.ispkg else ".py")) not in drawn
     ]
     assert not missing, f"README.md's map lacks {missing}"
 
