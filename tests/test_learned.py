@@ -51,17 +51,6 @@ def trained_no_pos(data):
     return _trained(data, use_positions=False)
 
 
-# --- the data -----------------------------------------------------------------
-
-
-def test_data_is_seeded():
-    a = previous_token_data(20, 5, vocab_size=10, seed=4)
-    b = previous_token_data(20, 5, vocab_size=10, seed=4)
-    c = previous_token_data(20, 5, vocab_size=10, seed=5)
-    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
-    assert not torch.equal(a[0], c[0])
-
-
 # --- the model ----------------------------------------------------------------
 
 
