@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Callable
+from functools import partial
 
 import pytest
 import table
@@ -68,15 +70,13 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("op", list(records.values()), ids=list(records))
     elif "causal" in fixtures:
         names = list(table.causal_builders())
-        metafunc.parametrize("causal", names, ids=names)
+        metafunc.parametrize("causal", names)
     elif "variant" in fixtures and "dtype" in fixtures:
         pairs = [(n, dt) for n in attention.VARIANTS for dt in variant_info(n).dtypes]
         ids = [f"{n}-{str(dt).removeprefix('torch.')}" for n, dt in pairs]
         metafunc.parametrize(("variant", "dtype"), pairs, ids=ids)
     elif "variant" in fixtures:
-        metafunc.parametrize(
-            "variant", list(attention.VARIANTS), ids=list(attention.VARIANTS)
-        )
+        metafunc.parametrize("variant", list(attention.VARIANTS))
 
 
 # --- every record ---------------------------------------------------------------
@@ -182,26 +182,24 @@ def test_every_public_callable_has_a_record() -> None:
 # --- every registry entry -----------------------------------------------------
 
 
-@pytest.fixture
-def cls(variant: str) -> type[torch.nn.Module]:
-    return attention.VARIANTS[variant]
+def seeded(build: Callable[..., torch.nn.Module]):
+    """``build(*chapter_args)`` as ``make(*chapter_args, seed=0)``, seeded first."""
 
-
-@pytest.fixture
-def make(variant: str, cls):
-    """``make(*chapter_args, seed=0)``: a seeded module of the entry, built by
-    its VariantInfo."""
-    info = variant_info(variant)
-
-    def build(*args, seed: int = 0) -> torch.nn.Module:
+    def make(*args, seed: int = 0) -> torch.nn.Module:
         torch.manual_seed(seed)
-        return info.build(cls, *args)
+        return build(*args)
 
-    return build
+    return make
 
 
-def test_signature_is_the_chapters(cls, make, variant) -> None:
-    params = inspect.signature(cls).parameters
+@pytest.fixture
+def make(variant: str):
+    """A seeded module of the entry, built by its VariantInfo."""
+    return seeded(partial(table.build, variant))
+
+
+def test_signature_is_the_chapters(make, variant) -> None:
+    params = inspect.signature(attention.VARIANTS[variant]).parameters
     assert list(params)[:6] == CHAPTER_ARGS
     assert params["qkv_bias"].default is False
     extra = set(list(params)[6:]) - set(variant_info(variant).kwargs)
@@ -221,12 +219,9 @@ def test_weight_layout_is_the_chapters(make, variant, qkv_bias: bool) -> None:
     d_in, d_out = 5, 6
     module = make(d_in, d_out, 8, 0.0, 3, qkv_bias)
     state = mha_state_dict(module)
-    qkv = ["W_query", "W_key", "W_value"]
     parts = ["weight", "bias"] if qkv_bias else ["weight"]
-    names = [f"{n}.{p}" for n in qkv for p in parts] + [
-        "out_proj.weight",
-        "out_proj.bias",
-    ]
+    names = [f"{n}.{p}" for n in ("W_query", "W_key", "W_value") for p in parts]
+    names += ["out_proj.weight", "out_proj.bias"]
     assert list(state) == names  # the chapter's names, in its order
     shapes = {n: (d_out, d_in) if n.endswith("weight") else (d_out,) for n in names}
     shapes["out_proj.weight"] = (d_out, d_out)
@@ -239,10 +234,7 @@ def test_weight_layout_is_the_chapters(make, variant, qkv_bias: bool) -> None:
 
 
 def test_weights_survive_a_round_trip_through_the_chapters_class(make) -> None:
-    source, back = (
-        make(4, 6, 8, 0.0, 3, True, seed=1),
-        make(4, 6, 8, 0.0, 3, True, seed=2),
-    )
+    source, back = (make(4, 6, 8, 0.0, 3, True, seed=seed) for seed in (1, 2))
     middle = MultiHeadAttention(4, 6, 8, 0.0, 3, qkv_bias=True)
     copy_weights(source, middle)
     copy_weights(middle, back)
@@ -334,13 +326,8 @@ def test_same_outputs_and_gradients_as_the_reference(
 
 @pytest.fixture
 def build(causal: str):
-    """``build(*chapter_args, seed=0)``: a seeded module (table.causal_builders)."""
-
-    def seeded(*args, seed: int = 0) -> torch.nn.Module:
-        torch.manual_seed(seed)
-        return table.causal_builders()[causal](*args)
-
-    return seeded
+    """A seeded module of ``table.causal_builders``."""
+    return seeded(table.causal_builders()[causal])
 
 
 @pytest.mark.parametrize(("d_in", "d_out", "h"), [(6, 6, 3), (5, 8, 2), (8, 4, 1)])
