@@ -68,15 +68,11 @@ def assert_dropout_unbiased(
 def assert_gradcheck(module: nn.Module, x: torch.Tensor) -> None:
     """Gradients of ``x`` and every parameter match finite differences (float64,
     eval mode)."""
-    names = [name for name, p in module.named_parameters() if p.requires_grad]
-    params = tuple(
-        p.detach().clone().requires_grad_()
-        for p in module.parameters()
-        if p.requires_grad
-    )
+    trainable = {name: p for name, p in module.named_parameters() if p.requires_grad}
+    params = tuple(p.detach().clone().requires_grad_() for p in trainable.values())
 
     def run(x: torch.Tensor, *params: torch.Tensor) -> torch.Tensor:
-        state = dict(zip(names, params, strict=True))
+        state = dict(zip(trainable, params, strict=True))
         return torch.func.functional_call(module, state, (x,), strict=False)
 
     x = x.detach().clone().requires_grad_()
@@ -168,14 +164,13 @@ def reference_multihead(
 
 
 def chapter_state(module: nn.Module) -> dict[str, torch.Tensor]:
-    """The weights of a module that keeps W_query ... out_proj as nn.Linear."""
-    state = {}
-    for name in ("W_query", "W_key", "W_value", "out_proj"):
-        layer = getattr(module, name)
-        state[f"{name}.weight"] = layer.weight.detach()
-        if layer.bias is not None:
-            state[f"{name}.bias"] = layer.bias.detach()
-    return state
+    """The weights, on the CPU, of a module that keeps W_query ... out_proj as
+    nn.Linear."""
+    return {
+        f"{name}.{part}": weight.detach().cpu()
+        for name in ("W_query", "W_key", "W_value", "out_proj")
+        for part, weight in getattr(module, name).named_parameters()
+    }
 
 
 def assert_message_names(error: BaseException, *names: tuple[str, ...]) -> None:

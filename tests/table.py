@@ -397,10 +397,10 @@ def _gqa(d: Draw) -> Sample:
     return Sample(d.module(make), (d.t(d.int(0, 2), d.int(0, 6), 4),))
 
 
-def _gqa_ref(s: Sample) -> torch.Tensor:
-    m = s.fn
-    state = {k: cpu(v) for k, v in chapter_state(m).items()}
-    return reference_multihead(state, cpu(s.args[0]), m.num_heads, m.num_kv_heads)
+def _chapter_ref(attn: nn.Module, x: torch.Tensor) -> torch.Tensor:
+    """What ``MultiHeadAttention`` or ``GroupedQueryAttention`` ``attn`` gives."""
+    kv = getattr(attn, "num_kv_heads", None)
+    return reference_multihead(chapter_state(attn), cpu(x), attn.num_heads, kv)
 
 
 def _mean_pool(d: Draw) -> Sample:
@@ -416,7 +416,7 @@ def _mean_pool(d: Draw) -> Sample:
 
 def _mean_pool_ref(s: Sample) -> torch.Tensor:
     mha, kv, x = s.args
-    state = {k: cpu(v) for k, v in chapter_state(mha).items()}
+    state = chapter_state(mha)
     hd, r = mha.head_dim, mha.num_heads // kv
     for name in [n for n in state if n.startswith(("W_key", "W_value"))]:
         heads = state[name].split(hd)  # one slice of rows per head
@@ -663,13 +663,6 @@ def _cached(d: Draw) -> Sample:
         return torch.cat(outs, dim=1)
 
     return Sample(in_chunks, (attn, d.t(d.int(0, 2), sum(chunks), 4)))
-
-
-def _cached_ref(s: Sample) -> torch.Tensor:
-    attn = s.args[0]
-    state = {k: cpu(v) for k, v in chapter_state(attn).items()}
-    kv = getattr(attn, "num_kv_heads", None)
-    return reference_multihead(state, cpu(s.args[1]), attn.num_heads, kv)
 
 
 def _decode(d: Draw) -> Sample:
@@ -1058,7 +1051,7 @@ PUBLIC: list[OpInfo] = [
         bad("qkv_bias-2", lambda: CrossAttention(4, 2, qkv_bias=2),
             "qkv_bias; 2", TYPE),
     )),
-    OpInfo("GroupedQueryAttention", _gqa, _gqa_ref, (
+    OpInfo("GroupedQueryAttention", _gqa, lambda s: _chapter_ref(s.fn, *s.args), (
         *batch_inputs(GQA),
         *bad_values(lambda v: GQA(num_kv_heads=v), "num_kv_heads"),
         bad("kv-split", lambda: GroupedQueryAttention(4, 8, 6, 0.0, 4, 3),
@@ -1216,7 +1209,7 @@ PUBLIC: list[OpInfo] = [
         bad("values-shape", lambda: KVCache(4).update(0, z(1, 2, 1, 5), z(1, 2, 1, 4)),
             "values; 5; 4"),
     )),
-    OpInfo("cached_attention", _cached, _cached_ref, (
+    OpInfo("cached_attention", _cached, lambda s: _chapter_ref(*s.args), (
         bad("attn-sdpa", lambda: CACHED(SDPA, z(1, 2, 4), KVCache(6)),
             "attn; SDPAMultiHeadAttention"),
         bad("attn-class", lambda: CACHED(MultiHeadAttention, z(1, 2, 4), KVCache(6)),
