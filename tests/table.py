@@ -654,13 +654,9 @@ def _cached(d: Draw) -> Sample:
         attn = d.module(lambda: MultiHeadAttention(4, 4, 6, 0.0, num_heads=2))
 
     def in_chunks(attn, x):
-        cache, outs, start = KVCache(6), [], 0
-        for n in chunks:
-            outs.append(
-                attention.cached_attention(attn, x[:, start : start + n], cache)
-            )
-            start += n
-        return torch.cat(outs, dim=1)
+        cache = KVCache(6)
+        parts = x.split(chunks, dim=1)
+        return torch.cat([A.cached_attention(attn, p, cache) for p in parts], dim=1)
 
     return Sample(in_chunks, (attn, d.t(d.int(0, 2), sum(chunks), 4)))
 
