@@ -6,13 +6,14 @@ a ``conftest.py`` is tested like the others; ids carry the record's key
 (``test_error_input[sdpa-too-long]``). ``tests/test_contract_catches.py``
 checks that a broken entry fails here and a sound one passes.
 
-Every record: a drawn call equals its reference; outputs stay on each device
-and dtype (nothing built elsewhere on the way); each error input raises its
-type with a message naming what the record says. Each registry entry also
-keeps the chapter's constructor and weight layout, equals the reference in
-gradients, and (with the other causal classes) is causal, keeps batch items
-apart, is deterministic in eval, applies unbiased dropout in training only,
-passes gradcheck, and survives a ``state_dict`` round trip and ``.to(dtype)``.
+Every record: a drawn call equals its reference (its tensor arguments left
+alone); outputs stay on each device and dtype (nothing built elsewhere on the
+way); each error input raises its type with a message naming what the record
+says. Each registry entry also keeps the chapter's constructor and weight
+layout, equals the reference in gradients, and (with the other causal classes)
+is causal, keeps batch items apart, is deterministic in eval, applies unbiased
+dropout in training only, passes gradcheck, and survives a ``state_dict`` round
+trip and ``.to(dtype)``.
 """
 
 from __future__ import annotations
@@ -110,7 +111,10 @@ def assert_equal_to(
 def test_sample_equals_the_reference(op: table.OpInfo, data) -> None:
     dtype = data.draw(st.sampled_from(op.dtypes))
     sample = op.sample(table.Draw(data.draw, "cpu", dtype))
+    before = [t.clone() for t in tensors(sample.args)]
     out = sample()
+    for arg, was in zip(tensors(sample.args), before, strict=True):
+        assert torch.equal(arg, was), f"{op.name} changed an input in place"
     with torch.no_grad():
         expected = op.reference(sample)
     atol, rtol = op.tolerances.get(dtype, (1e-5, 1e-4))
