@@ -62,15 +62,11 @@ class EinsumAttention(nn.Module):
         return self.out_proj(torch.einsum("bhqk,bkhd->bqhd", weights, v).flatten(-2))
 
     def mha_state_dict(self):
-        names = ("W_query", "W_key", "W_value")
-        state = {
-            f"{n}.weight": w.detach() for n, w in zip(names, self.qkv, strict=True)
-        }
-        if self.qkv_bias is not None:
-            for n, b in zip(names, self.qkv_bias, strict=True):
-                state[f"{n}.bias"] = b.detach()
-        order = [f"{n}.{p}" for n in names for p in ("weight", "bias")]
-        state = {n: state[n] for n in order if n in state}
+        state = {}
+        for i, n in enumerate(("W_query", "W_key", "W_value")):
+            state[f"{n}.weight"] = self.qkv[i].detach()
+            if self.qkv_bias is not None:
+                state[f"{n}.bias"] = self.qkv_bias[i].detach()
         return state | {
             "out_proj.weight": self.out_proj.weight.detach(),
             "out_proj.bias": self.out_proj.bias.detach(),
