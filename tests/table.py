@@ -316,9 +316,8 @@ def _simple_ref(s: Sample):
 
 
 def _mask_ref(s: Sample) -> torch.Tensor:
-    scores = cpu(s.args[0])
-    T = scores.shape[-1]
-    return scores.masked_fill(future(T, T), -math.inf)
+    scores = cpu(s.args[0])  # (..., T, T)
+    return scores.masked_fill(future(*scores.shape[-2:]), -math.inf)
 
 
 def _renormalize(d: Draw) -> Sample:
@@ -366,8 +365,10 @@ def _causal(d: Draw) -> Sample:
 
 
 def _causal_ref(s: Sample) -> torch.Tensor:
+    """CausalAttention's formula; the wrapper's: its heads' side by side."""
     x, T = cpu(s.args[0]), s.args[0].shape[1]
-    return attend(*qkv(s.fn, x), future(T, T))
+    heads = getattr(s.fn, "heads", [s.fn])
+    return torch.cat([attend(*qkv(h, x), future(T, T)) for h in heads], dim=-1)
 
 
 def _wrapper(d: Draw) -> Sample:
@@ -376,11 +377,6 @@ def _wrapper(d: Draw) -> Sample:
         lambda: MultiHeadAttentionWrapper(4, 2, 6, 0.0, heads, qkv_bias=d.flag())
     )
     return Sample(w, (d.t(2, T, 4),))
-
-
-def _wrapper_ref(s: Sample) -> torch.Tensor:
-    x, T = cpu(s.args[0]), s.args[0].shape[1]
-    return torch.cat([attend(*qkv(h, x), future(T, T)) for h in s.fn.heads], dim=-1)
 
 
 def _cross(d: Draw) -> Sample:
@@ -646,12 +642,9 @@ def _cached(d: Draw) -> Sample:
             lambda c: sum(c) <= 6
         )
     )
-    if d.flag():
-        attn = d.module(
-            lambda: GroupedQueryAttention(4, 4, 6, 0.0, num_heads=4, num_kv_heads=2)
-        )
-    else:
-        attn = d.module(lambda: MultiHeadAttention(4, 4, 6, 0.0, num_heads=2))
+    gqa = partial(GroupedQueryAttention, 4, 4, 6, 0.0, num_heads=4, num_kv_heads=2)
+    mha = partial(MultiHeadAttention, 4, 4, 6, 0.0, num_heads=2)
+    attn = d.module(gqa if d.flag() else mha)
 
     def in_chunks(attn, x):
         cache = KVCache(6)
@@ -763,14 +756,8 @@ def _train(d: Draw) -> Sample:
     steps = d.int(1, 3)
 
     def train(model, ids, targets):
-        losses = attention.train_model(
-            model.train(),
-            ids,
-            targets,
-            steps=steps,
-            batch_size=4,
-            lr=d.pick([0.01, 0.5, 1.0]),
-        )
+        kwargs = {"steps": steps, "batch_size": 4, "lr": d.pick([0.01, 0.5, 1.0])}
+        losses = attention.train_model(model.train(), ids, targets, **kwargs)
         return len(losses), all(math.isfinite(v) for v in losses)
 
     return Sample(train, (model, ids, targets), given={"steps": steps})
@@ -902,20 +889,16 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
     return errors
 
 
-def _previous_token_facts(vocab: int, ids: torch.Tensor, targets: torch.Tensor):
-    """What ``previous_token_data`` promises: ids in the vocabulary, targets the
-    previous token, nothing to predict at position 0."""
-    return (
-        bool(((ids >= 0) & (ids < vocab)).all()),
-        bool((targets[:, 0] == -100).all()),
-        torch.equal(targets[:, 1:], ids[:, :-1]),
-    )
-
-
 def _previous_token_data(d: Draw) -> Sample:
     def facts(n, T, vocab, seed):
+        """What ``previous_token_data`` promises: ids in the vocabulary, targets
+        the previous token, nothing to predict at position 0."""
         ids, targets = A.previous_token_data(n, T, vocab, seed=seed)
-        return _previous_token_facts(vocab, ids, targets)
+        return (
+            bool(((ids >= 0) & (ids < vocab)).all()),
+            bool((targets[:, 0] == -100).all()),
+            torch.equal(targets[:, 1:], ids[:, :-1]),
+        )
 
     return Sample(facts, (d.int(1, 5), d.int(2, 6), d.int(2, 9), d.int(0, 2**16)))
 
@@ -1031,7 +1014,7 @@ PUBLIC: list[OpInfo] = [
             "sa_v2; meta"),
     ), devices=CPU_ONLY),
     OpInfo("CausalAttention", _causal, _causal_ref, batch_inputs(CAUSAL, heads=0)),
-    OpInfo("MultiHeadAttentionWrapper", _wrapper, _wrapper_ref, batch_inputs(
+    OpInfo("MultiHeadAttentionWrapper", _wrapper, _causal_ref, batch_inputs(
         built(MultiHeadAttentionWrapper, **{**MHA_ARGS, "d_out": 2}), heads=1)),
     OpInfo("CrossAttention", _cross, lambda s: attend(*qkv(s.fn, *map(cpu, s.args))), (
         *not_tensors(lambda x: CrossAttention(4, 2)(x, z(1, 3, 4)), "x"),
