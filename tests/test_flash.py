@@ -19,14 +19,13 @@ from attention import (
 F64 = {"atol": 1e-12, "rtol": 1e-10}
 
 
-def qkv(shape, seed=0, dtype=torch.float64, num_keys=None):
-    """Seeded queries, keys and values ``(..., T, hd)``; keys may be fewer/more."""
-    gen = torch.Generator().manual_seed(seed)
+def qkv(shape, num_keys=None):
+    """Seeded float64 queries, keys and values ``(..., T, hd)``; ``num_keys`` keys."""
+    gen = torch.Generator().manual_seed(0)
     *lead, t, hd = shape
-    t_k = t if num_keys is None else num_keys
-    q = torch.randn(*lead, t, hd, generator=gen, dtype=dtype)
-    k = torch.randn(*lead, t_k, hd, generator=gen, dtype=dtype)
-    v = torch.randn(*lead, t_k, hd, generator=gen, dtype=dtype)
+    q = torch.randn(*lead, t, hd, generator=gen, dtype=torch.float64)
+    k = torch.randn(*lead, num_keys or t, hd, generator=gen, dtype=torch.float64)
+    v = torch.randn(*lead, num_keys or t, hd, generator=gen, dtype=torch.float64)
     return q, k, v
 
 

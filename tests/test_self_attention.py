@@ -12,8 +12,6 @@ from checks import assert_gradcheck
 
 from attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 
-# --- equivalences -----------------------------------------------------------------
-
 
 def test_copy_weights_copies_rather_than_aliases() -> None:
     torch.manual_seed(0)
