@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -34,18 +33,6 @@ def assert_causal(module: nn.Module, x: torch.Tensor) -> None:
             new[:, :t], out[:, :t], msg=f"token {t} changed an earlier output"
         )
         assert not torch.allclose(new[:, t], out[:, t]), f"token {t} did not reach t"
-
-
-def assert_batch_independent(module: nn.Module, x: torch.Tensor) -> None:
-    """Each batch item's output is what it gets alone; ``x`` is ``(b, T, d_in)``."""
-    alone = torch.cat([module(x[i : i + 1]) for i in range(x.shape[0])])
-    torch.testing.assert_close(module(x), alone, msg="batch items interact")
-
-
-def assert_eval_is_deterministic(module: nn.Module, x: torch.Tensor) -> None:
-    """In eval mode two calls give bit-identical outputs, whatever the dropout."""
-    module.eval()
-    torch.testing.assert_close(module(x), module(x), rtol=0, atol=0)
 
 
 def assert_dropout_unbiased(
@@ -77,15 +64,6 @@ def assert_gradcheck(module: nn.Module, x: torch.Tensor) -> None:
 
     x = x.detach().clone().requires_grad_()
     assert torch.autograd.gradcheck(run, (x, *params))
-
-
-def assert_state_dict_round_trip(make: Callable[[int], nn.Module], x: torch.Tensor):
-    """A module loaded from another's ``state_dict`` (``make(seed)``, eval mode)
-    computes what the other does."""
-    source, target = make(1), make(2)
-    assert not torch.allclose(source(x), target(x)), "seeds gave the same weights"
-    target.load_state_dict(source.state_dict())
-    torch.testing.assert_close(target(x), source(x), rtol=0, atol=0)
 
 
 def capture_dropout(module: nn.Module) -> dict[str, torch.Tensor]:
