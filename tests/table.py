@@ -1351,8 +1351,7 @@ BAD_ARGUMENTS = {
 
 
 def _registry_errors(name: str) -> tuple[ErrorInput, ...]:
-    info, cls = variant_info(name), VARIANTS[name]
-    make = lambda *args: info.build(cls, *args)  # noqa: E731
+    make = partial(build, name)
     inputs = tuple(
         bad(id, lambda x=x: make(4, 6, 8, 0.0, 3)(x), names, kind)
         for id, (x, names, kind) in BAD_INPUTS.items()
