@@ -22,7 +22,7 @@ from urllib.parse import quote
 
 import nbformat
 import pytest
-from conftest import CJK, ROOT, Site, assert_none, load_site, text_without
+from conftest import CJK, ROOT, Site, assert_none, build_dir, load_site, text_without
 from i18n_code import code_tokens
 from test_notebooks_standalone import downloads
 
@@ -57,7 +57,6 @@ def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
     would show it in English.
     """
     from babel.messages.pofile import read_po
-    from conftest import build_dir
 
     python = ROOT / ".venv" / "bin" / "python"
     command = [
@@ -319,7 +318,7 @@ def test_theme_labels_are_chinese(zh):
                 value = tag.get(attribute, "")
                 if (
                     re.search(r"[A-Za-z]{3}", value)
-                    and not re.search(r"[\u4e00-\u9fff]", value)
+                    and not CJK.search(value)
                     and not value.startswith("attention.")
                     and value not in ENGLISH_LABELS_LEFT
                 ):
