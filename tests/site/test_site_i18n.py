@@ -56,7 +56,7 @@ def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
     its page's catalog, translated and not fuzzy, or the Chinese edition
     would show it in English.
     """
-    from babel.messages.pofile import read_po
+    from sphinx_intl.catalog import load_po
 
     python = ROOT / ".venv" / "bin" / "python"
     command = [
@@ -75,14 +75,10 @@ def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
         po = catalogs / page
         translated = {}
         if po.is_file():
-            with po.open("rb") as f:
-                translated = {
-                    m.id: m.string for m in read_po(f) if m.id and not m.fuzzy
-                }
-        with pot.open("rb") as f:
-            for message in read_po(f):
-                if message.id and not translated.get(message.id):
-                    left.append(f"{page}: {' '.join(str(message.id).split())[:90]}")
+            translated = {m.id: m.string for m in load_po(po) if m.id and not m.fuzzy}
+        for message in load_po(pot):
+            if message.id and not translated.get(message.id):
+                left.append(f"{page}: {' '.join(str(message.id).split())[:90]}")
     assert not left, (
         "messages of the English pages that the Chinese edition shows in "
         "English (run `make update-po`, then translate):\n" + "\n".join(left[:40])
