@@ -12,9 +12,12 @@ SPHINXOPTS ?= -n -W --keep-going -j 2
 # One torch thread per kernel: with -j 2, two kernels run at once on the two
 # cores, and torch's default (a thread per core in each) puts four threads on
 # two cores that wait for each other. Cells that time something set their own.
-THREADS    := OMP_NUM_THREADS=1
+# The cells that train a live widget's weights export them (attention.live.
+# save_exports) into ATTENTION_LIVE_DIR, where book/_ext/live_widgets.py reads
+# them: an absolute path, as each kernel runs in its page's folder.
+KERNEL_ENV := OMP_NUM_THREADS=1 ATTENTION_LIVE_DIR=$(abspath $(BUILDDIR))/attention-live
 HTML       := $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees $(SPHINXOPTS)
-SPHINX     := $(THREADS) $(HTML)
+SPHINX     := $(KERNEL_ENV) $(HTML)
 CHROMIUM   := /usr/bin/chromium
 FONTS_CJK  := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
 STAMP      := $(VENV)/.installed
@@ -48,7 +51,7 @@ ZH_BUILT := $(ZH_OUT)/.built
 ZH_OPTS  := -D language=$(ZH) -D html_title=动手编写注意力机制 \
 	-D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
 	-D html_theme_options.search_bar_text=搜索本书…
-SPHINX_ZH := $(THREADS) $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
+SPHINX_ZH := $(KERNEL_ENV) $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
 	$(ZH_OPTS) $(SPHINXOPTS)
 
 html: $(BUILT) $(ZH_BUILT)
@@ -65,7 +68,7 @@ html: $(BUILT) $(ZH_BUILT)
 EN_READ := $(BUILDDIR)/doctrees/environment.pickle
 $(BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
 	mkdir -p $(BUILDDIR) && touch $(BUILDDIR)/.reading
-	{ $(THREADS) $(BIN)/python book/_kernel/warm.py $(HTML) $(PDF_LINK) book $(BUILDDIR)/html \
+	{ $(KERNEL_ENV) $(BIN)/python book/_kernel/warm.py $(HTML) $(PDF_LINK) book $(BUILDDIR)/html \
 		|| { rm -rf $(BUILDDIR)/doctrees; exit 1; }; } & en=$$!; \
 	while kill -0 $$en 2>/dev/null && ! [ $(EN_READ) -nt $(BUILDDIR)/.reading ]; do \
 		sleep 0.2; done; \
@@ -120,7 +123,7 @@ BOOK_PDF    := $(PDF_DIR)/book.pdf
 BOOK_PDF_ZH := $(PDF_DIR)/book-$(ZH).pdf
 PDF_LINK     = $(if $(wildcard $(BOOK_PDF)),-A book_pdf=book.pdf)
 PDF_LINK_ZH  = $(if $(wildcard $(BOOK_PDF_ZH)),-A book_pdf=book-$(ZH).pdf)
-SINGLE      := $(THREADS) $(BIN)/python -m sphinx -b singlehtml -c . -D numfig=1 $(SPHINXOPTS)
+SINGLE      := $(KERNEL_ENV) $(BIN)/python -m sphinx -b singlehtml -c . -D numfig=1 $(SPHINXOPTS)
 
 pdf: $(BOOK_PDF) $(BOOK_PDF_ZH)
 	cp $(BOOK_PDF) $(BUILDDIR)/html/

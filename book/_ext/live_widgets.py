@@ -3,12 +3,12 @@
 A page asks for a widget with raw HTML that names its weights files
 (``<div data-attention-live="learned learned-no-pos">``), and a cell of the
 page writes them while the build runs it: ``attention.live.save_exports``
-writes ``<name>.json`` into ``$ATTENTION_LIVE_DIR``, set here before any
-kernel starts (kernels inherit the build's environment), beside the shared
-execution cache. Each such page gets the JSON in ``_static/attention-live/``
-(for readers and tests), the same data as ``<name>.js`` (a page opened from
-``file://`` may run a script but not ``fetch()`` a file), and the widget's
-script and stylesheet: that page only.
+writes ``<name>.json`` into ``$ATTENTION_LIVE_DIR``, which the Makefile sets
+for the build and so for its kernels (beside the shared execution cache).
+Each such page gets the JSON in ``_static/attention-live/`` (for readers and
+tests), the same data as ``<name>.js`` (a page opened from ``file://`` may
+run a script but not ``fetch()`` a file), and the widget's script and
+stylesheet: that page only.
 """
 
 from __future__ import annotations
@@ -20,18 +20,9 @@ from pathlib import Path
 
 from sphinx.errors import ExtensionError
 
-FOLDER = "attention-live"  # in the build folder and in each edition's _static
+FOLDER = "attention-live"  # in each edition's _static
+VARIABLE = "ATTENTION_LIVE_DIR"  # attention.live.FOLDER_VARIABLE
 NAMES = re.compile(r'data-attention-live="([^"]*)"')
-
-
-def live_folder(app) -> Path:
-    """Where the page cells write their exports: beside the execution cache."""
-    return Path(app.doctreedir).parent / FOLDER
-
-
-def _set_folder(app, config) -> None:
-    live_folder(app).mkdir(parents=True, exist_ok=True)
-    os.environ["ATTENTION_LIVE_DIR"] = str(live_folder(app))
 
 
 def widget_names(doctree) -> list[str]:
@@ -57,12 +48,13 @@ def _add_widget(app, pagename, templatename, context, doctree) -> None:
         return
     static = Path(app.outdir) / "_static" / FOLDER
     for name in names:
-        exported = live_folder(app) / f"{name}.json"
+        exported = Path(os.environ.get(VARIABLE, "")) / f"{name}.json"
         if not exported.is_file():
             raise ExtensionError(
                 f"{pagename} shows the live widget of {name!r}, but no cell wrote "
-                f"{exported} (attention.live.save_exports); run `make clean` if "
-                "the execution cache outlived that folder"
+                f"{exported} (attention.live.save_exports, into ${VARIABLE}, which "
+                "the Makefile sets); run `make clean` if the execution cache "
+                "outlived that folder"
             )
         text = exported.read_text("utf-8")
         _write(static / f"{name}.json", text)
@@ -74,6 +66,5 @@ def _add_widget(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    app.connect("config-inited", _set_folder)
     app.connect("html-page-context", _add_widget)
     return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
