@@ -435,8 +435,7 @@ def _padded(d: Draw) -> Sample:
 def _padded_ref(s: Sample) -> torch.Tensor:
     x, mask = (cpu(a) for a in s.args)
     hidden = (mask == 0)[:, None, :].expand(-1, x.shape[1], -1)
-    state = {k: cpu(v) for k, v in mha_state_dict(s.fn).items()}
-    return reference_multihead(state, x, 2, hidden=hidden)
+    return reference_multihead(chapter_state(s.fn), x, 2, hidden=hidden)
 
 
 def _counted(d: Draw) -> nn.Module:
@@ -504,11 +503,9 @@ def _qkv_sample(fn: Callable) -> Callable[[Draw], Sample]:
 def _flash_ref(s: Sample):
     q, k, v = (cpu(a).double() for a in s.args[:3])
     scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
-    hidden = future(q.shape[-2], k.shape[-2]) if s.kwargs.get("causal") else None
-    lse = torch.logsumexp(
-        scores if hidden is None else scores.masked_fill(hidden, -math.inf), -1
-    )
-    return attend(q, k, v, hidden), lse
+    if s.kwargs.get("causal"):
+        scores = scores.masked_fill(future(q.shape[-2], k.shape[-2]), -math.inf)
+    return softmax_rows(scores) @ v, torch.logsumexp(scores, -1)
 
 
 def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:

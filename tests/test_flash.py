@@ -40,9 +40,7 @@ def test_causal_tiles_above_the_diagonal_are_never_computed(tile_index: int) -> 
     tile, t = 4, 16
     q, k, v = qkv((1, 2, t, 8))
     end = (tile_index + 1) * tile  # one past the tile's last query
-    k_nan, v_nan = k.clone(), v.clone()
-    k_nan[..., end:, :] = torch.nan
-    v_nan[..., end:, :] = torch.nan
+    k_nan, v_nan = (x.index_fill(-2, torch.arange(end, t), torch.nan) for x in (k, v))
     out, lse = flash_attention(q, k_nan, v_nan, causal=True, tile_size=tile)
     expected, expected_lse = flash_attention(q, k, v, causal=True, tile_size=tile)
     torch.testing.assert_close(out[..., :end, :], expected[..., :end, :], **F64)
@@ -123,9 +121,7 @@ def test_class_equals_the_chapters_in_outputs_and_gradients(
     out = flash(x)
     torch.testing.assert_close(out, mha(x), **F64)
     grads = torch.autograd.grad(out, (x, *flash.parameters()), grad_out)
-    chapter = (x, mha.W_query, mha.W_key, mha.W_value, mha.out_proj)
-    params = [p for m in chapter[1:] for p in m.parameters()]
-    ref = torch.autograd.grad(mha(x), (x, *params), grad_out)
+    ref = torch.autograd.grad(mha(x), (x, *mha.parameters()), grad_out)
     # qkv = [W_query; W_key; W_value] stacked by rows, weight then bias
     q_w, q_b, k_w, k_b, v_w, v_b, out_w, out_b = ref[1:]
     expected = (ref[0], torch.cat((q_w, k_w, v_w)), torch.cat((q_b, k_b, v_b)))
