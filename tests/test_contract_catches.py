@@ -85,14 +85,10 @@ def run_contract(pytester: pytest.Pytester):
         names.append(name)
         args = ["-p", plugin, "-k", name, "-p", "no:cacheprovider", "-q"]
         recorder = pytester.inline_run(str(TESTS / "test_contract.py"), *args)
-        outcomes = {}
-        for report in recorder.getreports("pytest_runtest_logreport"):
-            test = report.nodeid.split("::")[-1]
-            if report.when == "call" or report.outcome != "passed":
-                outcomes[test] = outcomes.get(test, "passed")
-                if report.outcome != "passed":
-                    outcomes[test] = report.outcome
-        return outcomes
+        passed, skipped, failed = recorder.listoutcomes()
+        # In this order: a test whose call passed and teardown failed, failed.
+        kinds = {"passed": passed, "skipped": skipped, "failed": failed}
+        return {r.nodeid.split("::")[-1]: k for k, reps in kinds.items() for r in reps}
 
     settings.load_profile("no-shrink")
     yield run
