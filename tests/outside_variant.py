@@ -67,10 +67,8 @@ class EinsumAttention(nn.Module):
             state[f"{n}.weight"] = self.qkv[i].detach()
             if self.qkv_bias is not None:
                 state[f"{n}.bias"] = self.qkv_bias[i].detach()
-        return state | {
-            "out_proj.weight": self.out_proj.weight.detach(),
-            "out_proj.bias": self.out_proj.bias.detach(),
-        }
+        out = {f"out_proj.{p}": w.detach() for p, w in self.out_proj.named_parameters()}
+        return state | out
 
     def load_mha_state_dict(self, state):
         own = self.mha_state_dict()

@@ -1323,19 +1323,15 @@ PUBLIC: list[OpInfo] = [
 
 
 #: Built as (4, 6, 8, 0.0, 3): d_in = 4, context_length = 8. What the message
-#: must name; a list may get torch's TypeError.
+#: must name (a ValueError); a list may get torch's TypeError.
 BAD_INPUTS = {
-    "one-sequence": (torch.rand(6, 4), "3; 2|(6, 4)", ValueError),
-    "four-dims": (torch.rand(1, 2, 6, 4), "3; 4|(1, 2, 6, 4)", ValueError),
-    "width": (torch.rand(2, 6, 5), "d_in|features; 4; 5", ValueError),
-    "too-long": (torch.rand(2, 9, 4), "context_length|context; 8; 9", ValueError),
+    "one-sequence": (torch.rand(6, 4), "3; 2|(6, 4)"),
+    "four-dims": (torch.rand(1, 2, 6, 4), "3; 4|(1, 2, 6, 4)"),
+    "width": (torch.rand(2, 6, 5), "d_in|features; 4; 5"),
+    "too-long": (torch.rand(2, 9, 4), "context_length|context; 8; 9"),
     "list": ([[[0.0] * 4]], "list", TYPE),
-    "token-ids": (z(2, 6, 4).long(), f"{FLOAT}; int64|long", ValueError),
-    "float64-into-float32": (
-        torch.rand(2, 6, 4, dtype=F64),
-        "float64; float32",
-        ValueError,
-    ),
+    "token-ids": (z(2, 6, 4).long(), f"{FLOAT}; int64|long"),
+    "float64-into-float32": (torch.rand(2, 6, 4, dtype=F64), "float64; float32"),
 }
 BAD_ARGUMENTS = {
     "indivisible": ((4, 6, 8, 0.0, 4), "d_out; num_heads; 6; 4"),
@@ -1350,8 +1346,8 @@ BAD_ARGUMENTS = {
 def _registry_errors(name: str) -> tuple[ErrorInput, ...]:
     make = partial(build, name)
     inputs = tuple(
-        bad(id, lambda x=x: make(4, 6, 8, 0.0, 3)(x), names, kind)
-        for id, (x, names, kind) in BAD_INPUTS.items()
+        bad(id, lambda x=x: make(4, 6, 8, 0.0, 3)(x), *names_and_kind)
+        for id, (x, *names_and_kind) in BAD_INPUTS.items()
     )
     arguments = tuple(
         bad(id, lambda args=args: make(*args), names)

@@ -38,8 +38,7 @@ def _trained(data, use_positions):
     model = TinyAttentionModel(
         VOCAB_SIZE, D_MODEL, CONTEXT_LENGTH, NUM_HEADS, use_positions=use_positions
     )
-    losses = train_model(model, token_ids, targets, **TRAIN_ARGS)
-    return model, losses
+    return model, train_model(model, token_ids, targets, **TRAIN_ARGS)
 
 
 @pytest.fixture(scope="module")
