@@ -156,8 +156,6 @@ def assert_message_names(error: BaseException, *names: tuple[str, ...]) -> None:
     word (``"4"`` is not in ``"48"``), in whatever wording."""
     message = str(error)
     for spellings in names:
-        found = any(
-            re.search(rf"(?<!\w){re.escape(word)}(?!\w)", message, re.IGNORECASE)
-            for word in spellings
-        )
+        words = "|".join(re.escape(word) for word in spellings)
+        found = re.search(rf"(?<!\w)(?:{words})(?!\w)", message, re.IGNORECASE)
         assert found, f"the message does not name {' or '.join(spellings)}: {message}"
