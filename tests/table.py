@@ -219,14 +219,10 @@ def tensor_errors(call, name: str, good: torch.Tensor, mixed: bool = False) -> t
     errors = (
         *not_tensors(call, name),
         bad(f"{name}-int", lambda: call(good.long()), f"{name}; {FLOAT}; int64"),
-    )
-    if not mixed:
-        return errors
-    return (
-        *errors,
         bad(f"{name}-64", lambda: call(good.double()), f"{name}; float64; float32"),
         bad(f"{name}-meta", lambda: call(good.to("meta")), f"{name}; meta; cpu"),
     )
+    return errors if mixed else errors[:-2]
 
 
 #: Not a positive integer size; not a probability in [0, 1).
