@@ -1380,8 +1380,7 @@ def causal_builders() -> dict[str, Callable[..., nn.Module]]:
     """Every causal module by its key, built from the chapter's arguments
     ``(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)``:
     the registry (by its VariantInfo) and the classes outside it."""
-    builders = {name: partial(build, name) for name in VARIANTS}
-    return builders | {
+    return {name: partial(build, name) for name in VARIANTS} | {
         "CausalAttention": lambda d_in, d_out, ctx, p, h, bias=False: CausalAttention(
             d_in, d_out, ctx, p, bias
         ),
@@ -1396,9 +1395,8 @@ def causal_builders() -> dict[str, Callable[..., nn.Module]]:
 
 def records() -> dict[str, OpInfo]:
     """Every record by its key: the public callables, then the registry."""
-    table = {op.name: op for op in PUBLIC}
-    table |= {name: registry_record(name) for name in VARIANTS}
-    return table
+    public = {op.name: op for op in PUBLIC}
+    return public | {name: registry_record(name) for name in VARIANTS}
 
 
 def covered_by(name: str) -> str | None:
