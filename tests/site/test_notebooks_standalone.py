@@ -181,10 +181,7 @@ def test_the_archive_holds_every_download_and_the_one_wheel(site):
         assert WHEEL in names
         assert archive.read(WHEEL) == wheels[WHEEL].read_bytes()
         notebooks = {Path(n).name: n for n in names if n.endswith(".ipynb")}
-        prefix = f"{site.edition}/"
-        offered = {
-            n[len(prefix) :]: p for n, p in downloads().items() if n.startswith(prefix)
-        }
+        offered = offered_files(site.edition, ".ipynb")
         assert set(notebooks) == set(offered)
         for name, path in offered.items():
             assert archive.read(notebooks[name]) == path.read_bytes(), name
