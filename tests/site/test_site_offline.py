@@ -79,9 +79,7 @@ def external_assets(soup) -> list[str]:
     for tag, attributes in ASSET_ATTRIBUTES.items():
         for element in soup.find_all(tag):
             for attribute in attributes:
-                value = element.get(attribute)
-                if not value:
-                    continue
+                value = element.get(attribute, "")
                 urls = [part.split()[0] for part in value.split(",") if part.strip()]
                 if attribute != "srcset":
                     urls = [value]
