@@ -197,12 +197,8 @@ def browser_tab(english, chromium):
     with serve(english.html) as origin:
         context = chromium.new_context(viewport={"width": 1280, "height": 900})
         context.route(
-            "**/*",
-            lambda route: (
-                route.continue_()
-                if route.request.url.startswith(origin + "/")
-                else route.abort("blockedbyclient")
-            ),
+            lambda url: not url.startswith(origin + "/"),
+            lambda route: route.abort("blockedbyclient"),
         )
         yield origin, context.new_page()
         context.close()
