@@ -176,14 +176,10 @@ EXERCISE_TITLE = {"en": r"^Exercise 3\.[1-3]: \S", "zh_CN": r"^练习 3\.[1-3]�
 
 
 def test_chapter_exercises_read_exercise_number_colon(site):
+    select = "div.exercise p.admonition-title"
     titles = {
-        docname: [
-            t.get_text().strip()
-            for t in site.page(docname + ".html").article.select(
-                "div.exercise p.admonition-title"
-            )
-        ]
-        for docname in EXERCISES
+        d: [t.get_text().strip() for t in site.page(f"{d}.html").article.select(select)]
+        for d in EXERCISES
     }
     assert {d: len(t) for d, t in titles.items()} == EXERCISES, titles
     form = EXERCISE_TITLE[site.edition]
