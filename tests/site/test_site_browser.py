@@ -256,9 +256,6 @@ class Browser:
             visit.note("icons", *page.evaluate(MISSING_ICONS))
         return page
 
-    def close(self):
-        self.chromium.close()
-
 
 def check_solutions(tab, visit: Visit):
     """Each solution is collapsed, opens when its title is clicked."""
@@ -393,11 +390,9 @@ def visit_edition(site, origin: str, prefix: str = "") -> list[Visit]:
                         visit.note("phone", f"{width} px wide")
                     screenshot(tab, visit, shots / f"{page.docname}-phone.png")
         finally:
-            browser.close()
-    report = {v.page.rel: v.axe for v in result}
-    (site.build / f"axe-{site.edition}.json").write_text(
-        json.dumps(report, indent=1), "utf-8"
-    )
+            browser.chromium.close()
+    report = json.dumps({v.page.rel: v.axe for v in result}, indent=1)
+    (site.build / f"axe-{site.edition}.json").write_text(report, "utf-8")
     return result
 
 
