@@ -65,7 +65,6 @@ def test_listing_runs_when_pasted(site, number):
     x = example_inputs() if rank == 2 else torch.stack((example_inputs(),) * 2)
     torch.manual_seed(seed)
     pasted = pasted_cls(*args)
-    torch.manual_seed(seed)
     package = getattr(attention, name)(*args)
     package.load_state_dict(pasted.state_dict())
     with torch.no_grad():
