@@ -300,19 +300,16 @@ def run_notebook(path: Path, jupyter_path: Path, workdir: Path) -> tuple[str, fl
 def runs(reader, tmp_path_factory):
     """Every English download, run two at a time: name -> (failure, s)."""
     work = tmp_path_factory.mktemp("runs")
+    names = [name for name in RUN if name in downloads()]
     start = time.perf_counter()
     with ProcessPoolExecutor(WORKERS) as pool:
-        futures = {
-            name: pool.submit(
-                run_notebook,
-                downloads()[name],
-                reader["jupyter_path"],
-                work / name.replace("/", "-"),
-            )
-            for name in RUN
-            if name in downloads()
-        }
-        results = {name: future.result() for name, future in futures.items()}
+        outcomes = pool.map(
+            run_notebook,
+            [downloads()[name] for name in names],
+            [reader["jupyter_path"]] * len(names),
+            [work / name.replace("/", "-") for name in names],
+        )
+        results = dict(zip(names, outcomes, strict=True))
     print(
         f"{len(results)} downloads in {time.perf_counter() - start:.1f} s, "
         f"{WORKERS} at a time"
