@@ -350,8 +350,7 @@ def check_download(tab, visit: Visit, click: bool):
     except (ValueError, nbformat.ValidationError) as error:  # not JSON, not nbformat
         visit.note("download", f"{href}: not a valid notebook ({error})")
         return
-    code = [c for c in notebook.cells if c.cell_type == "code"]
-    if not code or not any(c.outputs for c in code):
+    if not any(c.outputs for c in notebook.cells if c.cell_type == "code"):
         visit.note("download", f"{href}: no code cells with outputs")
 
 
