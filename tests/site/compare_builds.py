@@ -63,10 +63,8 @@ def normalize_output(output: dict) -> dict:
     """The parts of one nbformat output that must not change between builds."""
     kind = output["output_type"]
     if kind == "stream":
-        return {
-            "stream": output["name"],
-            "text": normalize_text(_joined(output["text"])),
-        }
+        text = normalize_text(_joined(output["text"]))
+        return {"stream": output["name"], "text": text}
     if kind == "error":
         return {"error": output["ename"], "evalue": output["evalue"]}
     data = {}
@@ -166,9 +164,8 @@ def main(argv: list[str]) -> int:
     for problem in problems:
         print(problem)
     count = len(executed_notebooks(Path(argv[0])))
-    print(
-        f"{count} notebooks compared: " + ("differences found" if problems else "same")
-    )
+    verdict = "differences found" if problems else "same"
+    print(f"{count} notebooks compared: {verdict}")
     return 1 if problems else 0
 
 
