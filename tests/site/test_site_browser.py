@@ -400,8 +400,7 @@ def serve(html):
     """``http://127.0.0.1:<port>`` serving one edition of the built site."""
     handler = functools.partial(_QuietHandler, directory=str(html))
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
+    threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
