@@ -28,8 +28,9 @@ import torch
 from .checks import check_module, check_tensor
 from .learned import TinyAttentionModel
 
-#: Where :func:`save_exports` writes when no folder is given: the build sets it
-#: (book/_ext/live_widgets.py); elsewhere the files land in the working folder.
+#: Where :func:`save_exports` writes when no folder is given: the Makefile sets
+#: it for the build, and book/_ext/live_widgets.py reads the files there;
+#: elsewhere the files land in the working folder.
 FOLDER_VARIABLE = "ATTENTION_LIVE_DIR"
 
 
