@@ -36,6 +36,7 @@ from torch.profiler import profile
 from ..flash import flash_attention
 from .bound import flops, matmul_flops
 from .config import BenchConfig, build
+from .rounds import Timing
 from .timing import interleaved
 
 
@@ -184,6 +185,39 @@ def format_split(results: dict) -> str:
         f"core {core / (proj + core):.0%}"
     )
     return "\n".join(lines)
+
+
+def rounds_side_by_side(
+    calls: dict[str, Callable[[], object]], repeats: int = 7, warmup: int = 1
+) -> dict[str, Timing]:
+    """Time several calls in the same rounds, in an order that rotates.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Each round times every call once, so a burst of load from another
+    process slows all of them alike, and round ``i`` of one call can be
+    compared with round ``i`` of another (a *paired* comparison, which a
+    busy machine disturbs much less than a comparison of whole timings).
+
+    Args:
+        calls: what to time, by name, each called without arguments.
+        repeats: timed rounds (at least 2: one round has no spread).
+        warmup: untimed rounds first.
+
+    Returns:
+        ``{name: Timing}``, the rounds in the order they were run.
+
+    Example:
+        >>> t = rounds_side_by_side({"a": lambda: None, "b": lambda: None}, 3)
+        >>> sorted(t), len(t["a"].rounds)
+        (['a', 'b'], 3)
+    """
+    if repeats < 2:
+        raise ValueError(f"repeats must be at least 2 to show a spread, got {repeats}")
+    times = interleaved(
+        {(name, "-"): call for name, call in calls.items()}, warmup, repeats, False
+    )
+    return {name: Timing(tuple(times[(name, "-")])) for name in calls}
 
 
 @contextlib.contextmanager
