@@ -29,7 +29,6 @@ from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
-
 from torch import nn
 from torch.profiler import profile
 
