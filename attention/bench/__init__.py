@@ -23,7 +23,7 @@ One module per job:
 - ``attention.bench.table``: the printed report;
 - ``attention.bench.plots``: the bar and line charts;
 - ``attention.bench.rounds``: round times, their spread, comparisons
-  that respect it, and :func:`claim` for sentences bound to numbers;
+  that respect it, and ``claim`` for sentences bound to numbers;
 - ``attention.bench.noise``: whether a run is quiet and steady enough to
   save;
 - ``attention.bench.stored``: the stored GPT-2-size run the pages read;
