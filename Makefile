@@ -46,13 +46,15 @@ PACKAGE := pyproject.toml README.md MANIFEST.in $(wildcard tests/*.py) \
 	$(shell find attention -type f -not -path '*/__pycache__*' -not -name '*.pyc')
 # The 简体中文 edition (see below), with its words as plain configuration:
 # the site's title, myst-nb's toggle of hidden cells (the book hides only
-# code, so "code" where myst-nb's default says "source") and the search box.
+# code, so "code" where myst-nb's default says "source"), the search box and
+# the footer's names.
 ZH       := zh_CN
 ZH_OUT   := $(BUILDDIR)/html/$(ZH)
 ZH_BUILT := $(ZH_OUT)/.built
 ZH_OPTS  := -D language=$(ZH) -D html_title=动手编写注意力机制 \
 	-D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
-	-D html_theme_options.search_bar_text=搜索本书…
+	-D html_theme_options.search_bar_text=搜索本书… \
+	-D author=本书作者 -D copyright=2026，本书作者
 SPHINX_ZH := $(KERNEL_ENV) $(BIN)/python -m sphinx -b html -c . -d $(BUILDDIR)/doctrees-$(ZH) \
 	$(ZH_OPTS) $(SPHINXOPTS)
 

@@ -44,6 +44,7 @@ extensions = [
     "svgmath",  # formulas drawn as SVG at build time (html_math_renderer)
     "lean_static",  # theme files no page loads (source maps) leave the build
     "book_pdf",  # make pdf: singlehtml writes html-only nodes too
+    "reader_questions",  # "Questions readers ask", from book/_data/questions.yaml
 ]
 pysource_root = package_cache_root = str(ROOT)
 

@@ -139,10 +139,11 @@ def test_command_line_quick_run_writes_its_files(tmp_path, capsys):
     argv = ["--quick", "--batch", "1", "--tokens", "8", "--d-model", "8",
             "--heads", "2", "--repeats", "1", "--matmul-size", "16",
             "--no-memory", "--threads", "1", "--out", str(tmp_path),
-            "--formats", ""]  # fmt: skip
+            "--formats", "", "--allow-noisy"]  # fmt: skip
     assert cli.main(argv) == 0
     assert "speed-up" in capsys.readouterr().out
-    assert (tmp_path / "bench.json").exists()
+    saved = json.loads((tmp_path / "bench.json").read_text())
+    assert saved["meta"]["noisy"] == bench.noise_reasons(saved)
 
 
 def test_command_line_refuses_a_run_without_the_reference(capsys):

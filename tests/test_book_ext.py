@@ -349,7 +349,7 @@ def test_the_book_is_dealt_into_chunks_of_about_equal_cost(executes, language):
     for page in pages:
         name = page.relative_to(ROOT / "book").with_suffix("").as_posix()
         messages = catalogs.get(name, 0)
-        assert (messages > 10) == (language != "en"), name
+        assert (messages > 0) == (language != "en"), name  # a catalog per page
         costs[name] = estimated_cost(page.read_text("utf-8"), executes, messages)
     order = balanced_order(costs, 2)
     assert sorted(order) == sorted(costs)  # every page once: reordered only

@@ -22,6 +22,11 @@ One module per job:
   each against its bound;
 - ``attention.bench.table``: the printed report;
 - ``attention.bench.plots``: the bar and line charts;
+- ``attention.bench.rounds``: round times, their spread, comparisons
+  that respect it, and ``claim`` for sentences bound to numbers;
+- ``attention.bench.noise``: whether a run is quiet and steady enough to
+  save;
+- ``attention.bench.stored``: the stored GPT-2-size run the pages read;
 - ``attention.bench.runner``: one whole run, with the machine's details;
 - ``attention.bench.cli``: the command line, and writing JSON, CSV and
   plots.
@@ -32,17 +37,32 @@ from __future__ import annotations
 from .bound import flops
 from .config import MODES, REFERENCE, WRAPPER, BenchConfig, build
 from .memory import measure_memory
+from .noise import MAX_SPREAD, largest_spread, noise_reasons, spreads
 from .plots import plot_memory, plot_times
+from .rounds import ClaimError, Comparison, Timing, claim, compare, time_rounds
 from .runner import run
 from .split import format_split, time_split
+from .stored import describe_run, stored_run
 from .table import format_report
 from .timing import time_variants
 
 __all__ = [
+    "MAX_SPREAD",
     "MODES",
     "REFERENCE",
     "WRAPPER",
     "BenchConfig",
+    "ClaimError",
+    "Comparison",
+    "Timing",
+    "claim",
+    "compare",
+    "describe_run",
+    "largest_spread",
+    "noise_reasons",
+    "spreads",
+    "stored_run",
+    "time_rounds",
     "build",
     "flops",
     "format_report",

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .config import BenchConfig, _all_variants
+from .noise import MAX_SPREAD, noise_reasons
 from .plots import plot_memory, plot_times
 from .runner import run
 from .table import format_report
@@ -86,6 +87,13 @@ def _parser() -> argparse.ArgumentParser:
     add("--out", type=Path, default=Path("_build/bench"), help="output directory")
     add("--stem", default="bench", help="file name stem")
     add("--formats", default="png,svg", help="plot formats, comma-separated, or ''")
+    add(
+        "--allow-noisy",
+        action="store_true",
+        help="save a run even when the machine was busy or its rounds spread by "
+        f"more than {MAX_SPREAD:.0%}; the run then records why, and the pages "
+        "that read it say so",
+    )
     return parser
 
 
@@ -125,6 +133,18 @@ def main(argv: list[str] | None = None) -> int:
         sys.argv[1:] if argv is None else argv
     )
     print(format_report(results))
+    reasons = noise_reasons(results)
+    if reasons and not args.allow_noisy:
+        print("[bench] not saved, the run is noisy:", file=sys.stderr)
+        for reason in reasons:
+            print(f"[bench]   {reason}", file=sys.stderr)
+        print(
+            "[bench] measure again on a quiet machine (more --repeats steady the "
+            "medians), or pass --allow-noisy to save it marked as noisy",
+            file=sys.stderr,
+        )
+        return 2
+    results["meta"]["noisy"] = reasons
     formats = tuple(f for f in args.formats.split(",") if f)
     for path in save(results, args.out, args.stem, formats):
         print(f"[bench] wrote {path}", file=sys.stderr)

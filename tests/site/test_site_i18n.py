@@ -315,3 +315,17 @@ def test_theme_labels_are_chinese(zh):
                 english.add(("colour menu", item.get_text(strip=True)))
     assert not english, f"theme labels in English on zh pages: {sorted(english)}"
     assert "搜索本书…" in zh.pages[0].soup.decode(), "the search box's placeholder"
+
+
+def test_footer_and_print_button_read_as_the_editions_chinese(zh):
+    """The footer's names and punctuation come from the Makefile's -D author
+    and -D copyright and from sphinx.po; the print button's tooltip from the
+    book's booktheme.po, read before sphinx-book-theme's Taiwanese catalog."""
+    page = zh.page("index.html")
+    footer = page.soup.select_one(".bd-footer-content").get_text(" ", strip=True)
+    assert "作者：本书作者" in footer, footer
+    assert "版权所有 © 2026，本书作者。" in footer, footer
+    assert not re.search(r"[A-Za-z]{3}", footer), footer
+    tooltips = {tag["title"] for tag in page.soup.select("[title]")}
+    assert "打印本页为 PDF" in tooltips
+    assert "列印成 PDF" not in tooltips
