@@ -3,9 +3,12 @@
 ``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
 page in reading order, numbered figures, the same execution cache); this
 prints it with the tests' Chromium through playwright's ``page.pdf``, every
-solution and hidden cell opened, headings as bookmarks, the book's title as
-the running header. Not LaTeX: xelatex with xeCJK needs 400-640 MB of TeX,
-while Chromium is installed and the formulas are already SVG (``svgmath``).
+solution and hidden cell opened (without its toggle's label), every line of
+code and output in a box of its own (so that book.css can wrap it and mark
+its continuations, instead of cutting it at the margin), headings as
+bookmarks, the book's title as the running header. Not LaTeX: xelatex with
+xeCJK needs 400-640 MB of TeX, while Chromium is installed and the formulas
+are already SVG (``svgmath``).
 
 As a Sphinx extension it repairs one thing: sphinx-exercise registers nodes
 for the ``singlehtml`` builder by name, and then Sphinx stops looking under
