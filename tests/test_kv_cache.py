@@ -6,6 +6,9 @@ them): a full context, gradients and dropout."""
 
 from __future__ import annotations
 
+import copy
+
+import pytest
 import torch
 
 from attention import (
@@ -14,8 +17,59 @@ from attention import (
     MultiHeadAttention,
     TinyAttentionModel,
     cached_attention,
+    decode_step,
+    generate_greedy,
     generate_greedy_cached,
 )
+
+
+def _logit_gap(model, prompt, max_new):
+    """Largest difference between the logits of plain and cached generation."""
+    plain = generate_greedy(model, prompt, max_new)[1]
+    cached = generate_greedy_cached(model, prompt, max_new)[1]
+    return (plain - cached).abs().max().item()
+
+
+def _without_causal_mask(model):
+    model = copy.deepcopy(model)
+    for layer in model.layers:
+        layer.mask.zero_()  # every layer may look at future tokens
+    return model
+
+
+@pytest.mark.parametrize("num_layers", [2, 3])
+def test_the_causal_mask_is_what_makes_the_cache_valid(num_layers):
+    # From two layers on, a layer's keys are made from the outputs of the one
+    # below: without the mask those change with every new token, and the
+    # cache keeps stale ones. Cached against uncached catches it.
+    torch.manual_seed(0)
+    model = TinyAttentionModel(20, 16, 24, 2, num_layers=num_layers).eval()
+    prompt = torch.randint(20, (2, 5), generator=torch.Generator().manual_seed(1))
+    assert _logit_gap(model, prompt, 8) < 1e-5
+    assert _logit_gap(_without_causal_mask(model), prompt, 8) > 1e-3
+
+
+def test_one_layer_cannot_tell_a_missing_mask():
+    # Why the test above needs two layers: one layer's keys come from the
+    # embeddings, and its last position sees the whole past either way.
+    torch.manual_seed(0)
+    model = TinyAttentionModel(20, 16, 24, 2).eval()
+    prompt = torch.randint(20, (2, 5), generator=torch.Generator().manual_seed(1))
+    assert _logit_gap(_without_causal_mask(model), prompt, 8) < 1e-5
+
+
+def test_a_cache_reused_for_a_second_prompt_continues_the_first():
+    torch.manual_seed(0)
+    model = TinyAttentionModel(20, 16, 24, 2, num_layers=2).eval()
+    first, second = torch.tensor([[3, 1, 4]]), torch.tensor([[5, 9]])
+    with torch.no_grad():
+        cache = KVCache(24, num_layers=2)
+        decode_step(model, first, cache)
+        reused = decode_step(model, second, cache)
+        joined = model(torch.cat((first, second), dim=1))[:, 3:]
+        alone = model(second)
+    torch.testing.assert_close(reused, joined)
+    assert not torch.allclose(reused, alone, atol=1e-4)
 
 
 def test_a_prompt_that_fills_the_context_gets_one_token():

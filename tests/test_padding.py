@@ -47,3 +47,20 @@ def test_gradients_are_finite_and_pads_get_none(side):
     assert torch.isfinite(x.grad).all()
     # Nothing a real token computes depends on a pad.
     assert (x.grad[~attention_mask.bool()] == 0).all()
+
+
+def test_a_trailing_pad_attends_to_every_real_token_and_no_pad():
+    # Under the causal and padding masks the last position of a right-padded
+    # row is a query over the row's real tokens: a classifier reading it
+    # gets gradients for every real token, none for the pads before it.
+    module = _module()
+    x, attention_mask = pad_sequences(
+        [torch.randn(n, 3) for n in (6, 3)], side="right", value=1.0
+    )
+    x.requires_grad_(True)
+    module(x, attention_mask)[1, -1].sum().backward()
+    reached = x.grad[1].abs().sum(dim=-1)  # (T,)
+    assert (reached[:3] > 0).all(), reached  # the real tokens
+    assert (reached[3:5] == 0).all(), reached  # the pads before it
+    # Its own query counts: the pad at -1 is reached.
+    assert reached[5] > 0

@@ -147,6 +147,27 @@ def violations(messages, terms=TERMS) -> list[str]:
     return found
 
 
+#: A multiple after a comparative: 大了四倍 is read as x5 by many readers, and
+#: a decrease has no multiple (小了四倍, 降低 3 倍). Chinese style says
+#: "是…的 4 倍" for a multiple, and a fraction for a decrease ("只有…的四分之一").
+NUMBER = r"(?:\d+(?:\.\d+)?|[一二两三四五六七八九十百千万几数]+)"
+COMPARATIVE_MULTIPLE = re.compile(
+    rf"(?:[大小多少快慢高低长短宽窄重轻]|降低|减少|缩小|减小|下降|减慢)了?\s*{NUMBER}\s*倍"
+)
+
+
+def multiples(messages) -> list[str]:
+    """Every msgstr that writes a multiple after a comparative, outside code."""
+    found = []
+    for file, _, msgstr in messages:
+        shown = re.sub(r"``.*?``|`[^`]*`", " ", msgstr or "")
+        found += [
+            f"{file}: {match.group(0)!r} in {msgstr[:70]!r}"
+            for match in COMPARATIVE_MULTIPLE.finditer(shown)
+        ]
+    return found
+
+
 def catalog_messages(folder: Path = CATALOGS):
     for po in sorted(folder.rglob("*.po")):
         name = po.relative_to(folder).as_posix()
@@ -158,6 +179,31 @@ def catalog_messages(folder: Path = CATALOGS):
 def test_terminology_of_the_catalogs():
     problems = violations(catalog_messages())
     assert not problems, f"{len(problems)} term problems:\n" + "\n".join(problems[:40])
+
+
+def test_multiples_are_written_as_multiples_not_comparatives():
+    problems = multiples(catalog_messages())
+    assert not problems, "write 是…的 N 倍, or a fraction for a decrease:\n" + (
+        "\n".join(problems)
+    )
+
+
+@pytest.mark.parametrize(
+    ("msgstr", "caught"),
+    [
+        ("估算就大了四倍。", True),
+        ("估算小了四倍。", True),
+        ("得到的数字会大八倍", True),
+        ("内存降低了 3 倍", True),
+        ("快 2.5 倍", True),
+        ("估算是正确值的 4 倍。", False),
+        ("只有正确值的四分之一", False),
+        ("代码 `# 大 2 倍` 照原样", False),  # code may say anything
+        ("反向传播约是前向的 2.5 倍", False),
+    ],
+)
+def test_the_multiples_rule(msgstr, caught):
+    assert bool(multiples([("x.po", "x", msgstr)])) == caught
 
 
 def test_terminology_check_fails_when_a_token_becomes_a_ling_pai():

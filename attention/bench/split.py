@@ -13,18 +13,29 @@ probe as the benchmark, and divides each by its own compute bound
 timed twice, with ``is_causal=True`` (bound: the query-key pairs on or below
 the diagonal) and without a mask (bound: every pair), and, if asked, once
 more as the tiled Python loop :func:`attention.flash_attention`.
+
+:func:`profile_step` goes one level further, into a training step: the
+time of every matrix product and attention kernel, forward and backward,
+as ``torch.profiler`` records them; :func:`attention_kernels` names the
+kernels that SDPA chose for a call.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import statistics
+from collections.abc import Callable, Iterator
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+from torch.profiler import profile
 
 from ..flash import flash_attention
 from .bound import flops, matmul_flops
 from .config import BenchConfig, build
+from .rounds import Timing
 from .timing import interleaved
 
 
@@ -173,3 +184,151 @@ def format_split(results: dict) -> str:
         f"core {core / (proj + core):.0%}"
     )
     return "\n".join(lines)
+
+
+def rounds_side_by_side(
+    calls: dict[str, Callable[[], object]], repeats: int = 7, warmup: int = 1
+) -> dict[str, Timing]:
+    """Time several calls in the same rounds, in an order that rotates.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Each round times every call once, so a burst of load from another
+    process slows all of them alike, and round ``i`` of one call can be
+    compared with round ``i`` of another (a *paired* comparison, which a
+    busy machine disturbs much less than a comparison of whole timings).
+
+    Args:
+        calls: what to time, by name, each called without arguments.
+        repeats: timed rounds (at least 2: one round has no spread).
+        warmup: untimed rounds first.
+
+    Returns:
+        ``{name: Timing}``, the rounds in the order they were run.
+
+    Example:
+        >>> t = rounds_side_by_side({"a": lambda: None, "b": lambda: None}, 3)
+        >>> sorted(t), len(t["a"].rounds)
+        (['a', 'b'], 3)
+    """
+    if repeats < 2:
+        raise ValueError(f"repeats must be at least 2 to show a spread, got {repeats}")
+    times = interleaved(
+        {(name, "-"): call for name, call in calls.items()}, warmup, repeats, False
+    )
+    return {name: Timing(tuple(times[(name, "-")])) for name in calls}
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Send file descriptor 2 to /dev/null: the profiler's C++ side prints a
+    start and a stop line there, with a time stamp, on every run."""
+    saved = os.dup(2)
+    try:
+        with open(os.devnull, "w") as devnull:
+            os.dup2(devnull.fileno(), 2)
+            yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _profiled(fn: Callable[[], object]) -> list:
+    """The profiler's events of one call of ``fn``."""
+    with _quiet_stderr(), profile(record_shapes=True) as prof:
+        fn()
+    return list(prof.events())
+
+
+def attention_kernels(fn: Callable[[], object]) -> list[str]:
+    """The attention kernels one call of ``fn`` runs, as the profiler names them.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    ``F.scaled_dot_product_attention`` does not say which implementation it
+    chose; the profiler records the op it dispatched to (on the CPU,
+    ``aten::_scaled_dot_product_flash_attention_for_cpu`` or
+    ``aten::_scaled_dot_product_attention_math``).
+
+    Example:
+        >>> import torch.nn.functional as F
+        >>> q = k = v = torch.randn(1, 2, 8, 4)
+        >>> attention_kernels(lambda: F.scaled_dot_product_attention(q, k, v))
+        ['aten::_scaled_dot_product_flash_attention_for_cpu']
+    """
+    names = {event.name for event in _profiled(fn)}
+    return sorted(
+        name
+        for name in names
+        if name.startswith("aten::_scaled_dot_product")
+        and not name.endswith("_backward")
+    )
+
+
+_PRODUCTS = ("aten::mm", "aten::addmm", "aten::bmm")
+
+
+def _label(event) -> str:
+    """A matrix product named by its operand shapes; any other op by its name."""
+    if event.name in _PRODUCTS:
+        shapes = [s for s in event.input_shapes if len(s) >= 2][:2]
+        return f"{event.name[6:]} " + " @ ".join("x".join(map(str, s)) for s in shapes)
+    return event.name.removeprefix("aten::")
+
+
+def profile_step(
+    module: nn.Module, x: torch.Tensor, steps: int = 3, warmup: int = 1
+) -> dict[str, list[float]]:
+    """Time every matrix product and attention kernel of a training step.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    One step is ``module(x)``, then ``backward`` of a fixed random gradient,
+    with ``x`` requiring a gradient (as it does inside a model). Each step
+    runs under ``torch.profiler``; the profiler's own cost lands on every op
+    alike, a few microseconds per call.
+
+    Args:
+        module: the attention module (in the mode it should run in).
+        x: its input, ``(b, T, d_in)``.
+        steps: profiled steps; each op gets one time per step.
+        warmup: unprofiled steps first (allocation, one-time costs).
+
+    Returns:
+        ``{label: [seconds per step]}``: matrix products labelled by their
+        operand shapes (``"mm 1024x768 @ 768x2304"``), attention kernels by
+        their op name; an op that runs more than once with the same label in
+        a step gets the sum.
+
+    Example:
+        >>> from attention import SDPAMultiHeadAttention
+        >>> m = SDPAMultiHeadAttention(8, 8, 4, 0.0, num_heads=2)
+        >>> times = profile_step(m, torch.randn(1, 4, 8), steps=2)
+        >>> sorted(k for k in times if "flash" in k)  # doctest: +NORMALIZE_WHITESPACE
+        ['_scaled_dot_product_flash_attention_for_cpu',
+         '_scaled_dot_product_flash_attention_for_cpu_backward']
+        >>> all(len(t) == 2 for t in times.values())
+        True
+    """
+    gen = torch.Generator().manual_seed(0)
+    grad_out = torch.randn(module(x).shape, generator=gen)
+
+    def step() -> None:
+        module.zero_grad(set_to_none=True)
+        module(x.detach().requires_grad_(True)).backward(grad_out)
+
+    for _ in range(warmup):
+        step()
+    times: dict[str, list[float]] = {}
+    for n in range(steps):
+        this_step: dict[str, float] = {}
+        for event in _profiled(step):
+            if event.name in _PRODUCTS or event.name.startswith(
+                "aten::_scaled_dot_product"
+            ):
+                label = _label(event)
+                seconds = event.self_cpu_time_total / 1e6
+                this_step[label] = this_step.get(label, 0.0) + seconds
+        for label, seconds in this_step.items():
+            times.setdefault(label, [0.0] * n).append(seconds)
+    return times

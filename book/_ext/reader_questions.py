@@ -8,8 +8,9 @@ a question whose anchor does not exist is an unresolved reference, which
 ``-n -W`` turns into a failed build.
 
 Each edition shows its own words: ``question`` in English, ``question_zh``
-in the 简体中文 edition. The generated text carries no source line, so it
-stays out of the gettext catalogs (the data file is its own translation).
+in the 简体中文 edition. The generated paragraphs are marked not
+translatable, so they stay out of the gettext catalogs (the data file is
+its own translation, and a page link shows the page's translated title).
 """
 
 from __future__ import annotations
@@ -52,11 +53,13 @@ class ReaderQuestions(SphinxDirective):
         result: list[nodes.Node] = []
         for page, entries in by_page.items():
             heading = nodes.paragraph(classes=["reader-questions-page"])
+            heading["translatable"] = False
             heading += _doc_link(page)
             questions = nodes.bullet_list(classes=["reader-questions"])
             for entry in entries:
                 text = entry["question_zh"] if zh else entry["question"]
                 item = nodes.paragraph()
+                item["translatable"] = False
                 item += _ref(entry["anchor"], text)
                 item += nodes.Text(" (" if not zh else "（")
                 thread = THREAD["zh_CN" if zh else "en"]
