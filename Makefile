@@ -41,7 +41,9 @@ KERNEL_CONF := $(VENV)/etc/ipython/ipython_kernel_config.py
 VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
 DIST    := $(BUILDDIR)/dist
 WHEEL   := $(DIST)/attention-$(VERSION)-py3-none-any.whl
-PACKAGE := pyproject.toml README.md $(shell find attention -type f -not -path '*/__pycache__*' -not -name '*.pyc')
+# The sdist also ships the package's tests (MANIFEST.in says which).
+PACKAGE := pyproject.toml README.md MANIFEST.in $(wildcard tests/*.py) \
+	$(shell find attention -type f -not -path '*/__pycache__*' -not -name '*.pyc')
 # The 简体中文 edition (see below), with its words as plain configuration:
 # the site's title, myst-nb's toggle of hidden cells (the book hides only
 # code, so "code" where myst-nb's default says "source"), the search box and

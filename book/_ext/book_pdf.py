@@ -3,9 +3,12 @@
 ``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
 page in reading order, numbered figures, the same execution cache); this
 prints it with the tests' Chromium through playwright's ``page.pdf``, every
-solution and hidden cell opened, headings as bookmarks, the book's title as
-the running header. Not LaTeX: xelatex with xeCJK needs 400-640 MB of TeX,
-while Chromium is installed and the formulas are already SVG (``svgmath``).
+solution and hidden cell opened (without its toggle's label), every line of
+code and output in a box of its own (so that book.css can wrap it and mark
+its continuations, instead of cutting it at the margin), headings as
+bookmarks, the book's title as the running header. Not LaTeX: xelatex with
+xeCJK needs 400-640 MB of TeX, while Chromium is installed and the formulas
+are already SVG (``svgmath``).
 
 As a Sphinx extension it repairs one thing: sphinx-exercise registers nodes
 for the ``singlehtml`` builder by name, and then Sphinx stops looking under
@@ -34,6 +37,45 @@ OPEN_EVERYTHING = """() => {
     el => el.classList.remove("toggle-hidden"));
   document.querySelectorAll("button.toggle-button").forEach(b => b.remove());
 }"""
+# Every line of a code block or output becomes its own element (its text and
+# colours unchanged, so is the block's text): in print, book.css wraps a line
+# too long for the page and marks each continuation with a hook arrow in a
+# hanging indent, which only a per-line box can draw.
+SPLIT_LINES = """() => {
+  let blocks = 0;
+  document.querySelectorAll("pre").forEach(pre => {
+    const lines = [[]];
+    const walk = (node, chain) => node.childNodes.forEach(child => {
+      if (child.nodeType === Node.ELEMENT_NODE) {
+        walk(child, [...chain, child]);
+      } else if (child.nodeType === Node.TEXT_NODE) {
+        child.data.split("\\n").forEach((piece, i) => {
+          if (i) lines.push([]);
+          if (piece) lines[lines.length - 1].push([piece, chain]);
+        });
+      }
+    });
+    walk(pre, []);
+    if (lines.length > 1 && !lines[lines.length - 1].length) lines.pop();
+    pre.replaceChildren(...lines.map(pieces => {
+      const line = document.createElement("span");
+      line.className = "print-line";
+      for (const [piece, chain] of pieces) {
+        let node = document.createTextNode(piece);
+        for (const outer of [...chain].reverse()) {
+          const copy = outer.cloneNode(false);
+          copy.append(node);
+          node = copy;
+        }
+        line.append(node);
+      }
+      line.append("\\n");
+      return line;
+    }));
+    blocks += 1;
+  });
+  return blocks;
+}"""
 MARGINS = {"top": "18mm", "bottom": "16mm", "left": "16mm", "right": "16mm"}
 # Every heading of the printed page, as a bookmark's title, in document order
 # (Chromium 1xx repeats a wrapped heading's first line in its bookmark).
@@ -56,6 +98,7 @@ def print_book(single: Path, pdf: Path, font: Path) -> int:
         page.route("**/*", _local_only)
         page.goto((single / "index.html").resolve().as_uri(), wait_until="load")
         page.evaluate(OPEN_EVERYTHING)
+        page.evaluate(SPLIT_LINES)
         page.evaluate("document.fonts.ready.then(() => true)")
         page.emulate_media(media="print")
         headings = page.evaluate(HEADINGS)

@@ -9,10 +9,13 @@ other edition's download must run the same tokens (comments aside) with the
 same metadata, so running it too would prove nothing more. The wheel itself
 must hold the whole package: the unit tests' editable install reads
 ``attention/`` in place and would hide a module or data file it leaves out.
+The source archive (sdist) the front page offers runs its own tests where it
+is unpacked: the modules and fixtures they import are in it (MANIFEST.in).
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
@@ -20,6 +23,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 import zipfile
@@ -49,6 +53,7 @@ CELL_TIMEOUT = 600  # seconds; the slowest cell of the book takes under a minute
 WORKERS = 2  # notebooks run at a time: one per core
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of IPython's tracebacks
 ARCHIVE = f"attention-book-code-{VERSION}.zip"
+SDIST = f"attention-{VERSION}.tar.gz"
 
 
 def offered_files(edition: str, suffix: str) -> dict[str, Path]:
@@ -329,3 +334,66 @@ def test_download_runs_in_a_fresh_environment(name, runs):
             pytrace=False,
         )
     print(f"{name}: {seconds:.1f} s")
+
+
+@pytest.fixture(scope="module")
+def unpacked_sdist(tmp_path_factory) -> Path:
+    """The source archive the English front page offers, unpacked."""
+    if SDIST not in (sdists := offered_files("en", ".tar.gz")):
+        pytest.fail(f"No {SDIST} offered in {build_dir() / 'html'}: run `make html`.")
+    where = tmp_path_factory.mktemp("sdist")
+    with tarfile.open(sdists[SDIST]) as archive:
+        archive.extractall(where, filter="data")
+    return where / SDIST.removesuffix(".tar.gz")
+
+
+def _local_imports(path: Path) -> set[str]:
+    """The modules a test file imports that are files of tests/ in the repository."""
+    tree = ast.parse(path.read_text("utf-8"))
+    names = {
+        alias.name.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Import)
+        for alias in node.names
+    }
+    names |= {
+        node.module.split(".")[0]
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level
+    }
+    return {n for n in names if (ROOT / "tests" / f"{n}.py").is_file()}
+
+
+def test_the_source_archive_holds_what_its_tests_import(unpacked_sdist):
+    """Every shipped test's own helper modules, conftest.py and the class
+    test_contract_catches.py loads by path are in the archive."""
+    tests = unpacked_sdist / "tests"
+    shipped = sorted(tests.glob("test_*.py"))
+    assert len(shipped) >= 10, f"the archive ships {len(shipped)} test files"
+    needed = {"conftest", "outside_variant"}
+    needed |= {name for test in shipped for name in _local_imports(test)}
+    assert {"table", "checks"} <= needed, needed  # what the pages send readers to
+    missing = sorted(n for n in needed if not (tests / f"{n}.py").is_file())
+    assert not missing, f"{SDIST} lacks tests/{missing} that its tests import"
+
+
+def test_the_source_archive_runs_its_tests(unpacked_sdist):
+    """The shipped tests pass in the unpacked folder, on its own ``attention``
+    (not the repository's editable install), with this environment's pytest."""
+    env = {**os.environ, "PYTHONPATH": str(unpacked_sdist), "OMP_NUM_THREADS": "1"}
+    env.pop("HYPOTHESIS_PROFILE", None)  # the quick profile: a few examples
+    probe = [sys.executable, "-c", "import attention; print(attention.__file__)"]
+    found = subprocess.run(
+        probe, cwd=unpacked_sdist, env=env, capture_output=True, text=True, check=True
+    )
+    assert Path(found.stdout.strip()).is_relative_to(unpacked_sdist), found.stdout
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    command += ["-n", "2", "--dist", "worksteal", "attention", "tests"]
+    start = time.perf_counter()
+    done = subprocess.run(
+        command, cwd=unpacked_sdist, env=env, capture_output=True, text=True
+    )
+    summary = done.stdout.strip().splitlines()[-1:] or [done.stderr[-500:]]
+    print(f"{SDIST}'s tests: {summary[0]} ({time.perf_counter() - start:.0f} s)")
+    assert done.returncode == 0, f"{done.stdout[-4000:]}\n{done.stderr[-2000:]}"
+    assert " passed" in summary[0] and "error" not in summary[0], summary

@@ -3,9 +3,11 @@
 Each edition's front page links its PDF, which sits in the site. The PDF is
 read back with pypdf: its text holds every page's title and section headings
 in the site's reading order, its bookmarks are those titles, its figures are
-numbered with their captions, and the Chinese one draws every Chinese
-character in a CJK font (no U+FFFD, no empty boxes) and its text says 一, not
-the radical ⼀ that shares the glyph (``book_pdf.radical_fixes``).
+numbered with their captions, every line of code and output of the
+single-page build it was printed from can be read on its pages (none cut at
+the right edge), and the Chinese one draws every Chinese character in a CJK
+font (no U+FFFD, no empty boxes) and its text says 一, not the radical ⼀ that
+shares the glyph (``book_pdf.radical_fixes``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import re
 import unicodedata
 
 import pytest
-from conftest import assert_none, load_site, text_without
+from bs4 import BeautifulSoup
+from conftest import EDITION_FOLDERS, assert_none, build_dir, load_site, text_without
 from pypdf import PdfReader
 
 pytestmark = pytest.mark.site
@@ -28,8 +31,9 @@ TOFU = {"\ufffd", "\u25a1", "\u25af", "\x00"}  # replacement, empty boxes, NUL
 
 
 def squeeze(text: str) -> str:
-    """Text without spaces, line breaks, ligatures (ﬀ) or the ``#`` anchors."""
-    return re.sub(r"[\s#¶]+", "", unicodedata.normalize("NFKC", text))
+    """Text without spaces, line breaks, ligatures (ﬀ), the ``#`` anchors or
+    the ↪ that print draws beside a wrapped line's continuation (book.css)."""
+    return re.sub(r"[\s#¶↪]+", "", unicodedata.normalize("NFKC", text))
 
 
 @functools.cache
@@ -40,6 +44,76 @@ def reader(path) -> PdfReader:
 @functools.cache
 def pdf_text(path) -> str:
     return squeeze("".join(page.extract_text() for page in reader(path).pages))
+
+
+@functools.cache
+def single_page(edition: str):
+    """The article of the single-page build that ``make pdf`` printed."""
+    single = build_dir() / "pdf" / (EDITION_FOLDERS[edition] or "en") / "index.html"
+    assert single.is_file(), f"{single} is missing: `make pdf` builds it"
+    soup = BeautifulSoup(single.read_text("utf-8"), "html.parser")
+    return soup.select_one("article.bd-article") or soup
+
+
+def printed_lines(edition: str) -> list[tuple[str, str]]:
+    """``(heading, line)`` for every line of every code block and output of the
+    single-page build, under the last heading above it."""
+    article = single_page(edition)
+    lines, heading = [], ""
+    for element in article.find_all(["h1", "h2", "h3", "pre"]):
+        if element.name != "pre":
+            heading = element.get_text(" ", strip=True).rstrip("#")
+        elif not element.find_parent(class_="attention-live"):
+            lines += [(heading, line) for line in element.get_text().splitlines()]
+    return [(heading, line) for heading, line in lines if squeeze(line)]
+
+
+def test_every_line_of_code_and_output_is_readable(site):
+    """No line is cut at the right edge: a long one wraps (book.css), and its
+    pieces follow each other in the text (a line is never split across pages).
+    Chromium leaves out of the PDF the glyphs that a box clips, so a cut line's
+    end is not in the text. Spaces do not count (wrapping eats them): a line
+    is found when its characters are, in order."""
+    text = pdf_text(site.html / PDF[site.edition])
+    lines = printed_lines(site.edition)
+    missing = [(h, line) for h, line in lines if squeeze(line) not in text]
+    print(
+        f"{site.edition}: {len(lines) - len(missing)} of {len(lines)} lines of code "
+        f"and output readable in {PDF[site.edition]}"
+    )
+    assert_none(
+        (f"{h}: {line.strip()[:100]}" for h, line in missing),
+        f"{len(missing)} of {len(lines)} lines of code and output cut or missing",
+    )
+
+
+def test_no_toggle_label_is_printed(site):
+    """Hidden cells print open, without their "Hide code cell source" (隐藏代码)."""
+    labels = {
+        squeeze(p.get_text())
+        for p in single_page(site.edition).select("details.hide > summary p")
+    }
+    assert labels, "no hidden cell in the single-page build"
+    text = pdf_text(site.html / PDF[site.edition])
+    printed = {label: text.count(label) for label in labels if label in text}
+    assert not printed, f"toggle labels printed (times): {printed}"
+
+
+def test_a_note_stands_where_each_widget_is(site):
+    """Print hides the live widgets; a note (``only-print``) says where they
+    are, right after each widget's cell (book.css hides it on screen)."""
+    article = single_page(site.edition)
+    widgets = article.select("div.attention-live")
+    notes = article.select("div.only-print")
+    assert widgets and len(notes) == len(widgets), (len(widgets), len(notes))
+    for widget, note in zip(widgets, notes, strict=True):
+        cell = widget.find_parent("div", class_="cell")
+        assert note in cell.find_next_siblings("div", limit=2), note.get_text()
+    text = pdf_text(site.html / PDF[site.edition])
+    missing = [n.get_text() for n in notes if squeeze(n.get_text()) not in text]
+    assert not missing, f"widget notes not printed: {missing}"
+    screen = site.page("chapter3/3-3-self-attention.html").article
+    assert screen.select("div.only-print"), "3.3 lacks its widget note"
 
 
 def reading_order(site) -> list:
