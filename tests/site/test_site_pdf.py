@@ -205,11 +205,16 @@ def test_chinese_is_drawn_in_a_cjk_font():
     assert not wrong, f"Chinese drawn without a CJK font, or missing: {wrong}"
 
 
-#: The whole site on disk, both editions and both PDFs, in bytes: issue 30's
-#: 35 MB. A clean build (`rm -rf _build && make html && make pdf`) measured
-#: 31.1 MB: 40.2 before the PDFs were printed without shadows, the figures'
-#: SVG text was kept as text and zh_CN linked the English `_sources`.
-SITE_BUDGET = 35_000_000
+#: The whole site on disk, both editions and both PDFs, in bytes. Issue 30 set
+#: 35 MB when a clean build (`rm -rf _build && make html && make pdf`) measured
+#: 31.1 MB (40.2 before the PDFs were printed without shadows, the figures'
+#: SVG text was kept as text and zh_CN linked the English `_sources`). Issue
+#: 43's answers to 237 readers' questions, with their code and outputs, grew
+#: a clean build to 35.7 MB (PDFs 7.5 + 9.0 MB, from 6.3 + 7.7; pages +2.1 MB).
+#: The ceiling is that measurement plus 1.3 MB, so the next page still fails
+#: it if it is heavy. Known weight to cut: zh_CN/_static files no page links
+#: (0.9 MB), zh_CN/_modules (1.05 MB).
+SITE_BUDGET = 37_000_000
 
 
 def test_the_site_fits_its_budget_on_disk(english):
