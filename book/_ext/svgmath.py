@@ -34,7 +34,8 @@ SIZE = 16.0  # px: the size formulas are drawn at
 # STIX Two's x-height is about 10% below the theme's sans-serif text: one em of
 # the text holds 1.1 em of the formula's drawing, as MathJax matches them.
 EM = SIZE / 1.1
-ET.register_namespace("", "http://www.w3.org/2000/svg")
+NAMESPACE = "http://www.w3.org/2000/svg"
+ET.register_namespace("", NAMESPACE)
 ziamath.config.precision = ziafont.config.precision = 2  # 0.01 px is enough
 SYMBOL = re.compile(r'<symbol id="([^"]+)".*?</symbol>', re.DOTALL)
 _ids = itertools.count()
@@ -68,7 +69,30 @@ def _draw(tex: str, inline: bool) -> str:
     svg.set("style", f"vertical-align: {-(top + height) / EM:.3f}em")
     svg.set("role", "img")
     svg.set("aria-label", tex)
-    return ET.tostring(svg, encoding="unicode")
+    # Fewer bytes, the same drawing: the colour is set once on the <svg> and
+    # inherited by every glyph, and path data drops the spaces its grammar
+    # does not need ("M 1.4 -7.8 L" -> "M1.4-7.8L"). A page with many formulas
+    # (FlashAttention) is about a tenth lighter.
+    svg.set("fill", "currentColor")
+    for element in svg.iter():
+        if element is not svg and element.get("fill") == "currentColor":
+            del element.attrib["fill"]
+        if element.get("d"):
+            element.set("d", compact_path(element.get("d")))
+    # Inline in HTML, the parser puts <svg> in the SVG namespace by itself; the
+    # one font's glyph ids ("STIXTwoMathRegular_3303") shorten to "g3303".
+    text = ET.tostring(svg, encoding="unicode").replace(f' xmlns="{NAMESPACE}"', "")
+    return text.replace("STIXTwoMathRegular_", "g")
+
+
+def compact_path(d: str) -> str:
+    """SVG path data without the spaces next to commands and before a minus.
+
+    >>> compact_path("M 1.42 -7.88 L 1.42 -7.88 Q 6.41 -7.88 7.28 -7.03 Z ")
+    'M1.42-7.88L1.42-7.88Q6.41-7.88 7.28-7.03Z'
+    """
+    d = re.sub(r"\s*([A-Za-z])\s*", r"\1", d)
+    return re.sub(r"\s+(?=-)", "", d).strip()
 
 
 def formula_svg(tex: str, inline: bool, written: set[str] | None = None) -> str:
