@@ -161,6 +161,7 @@ test: lint unit html pdf site
 lint: $(STAMP)
 	$(BIN)/ruff check attention tests conf.py book/_ext book/_kernel
 	$(BIN)/ruff format --check attention tests conf.py book/_ext book/_kernel
+	$(BIN)/actionlint -shellcheck=$(BIN)/shellcheck
 
 # --durations=15: every run, CI's included, shows where the time goes.
 PYTEST := $(BIN)/python -m pytest -q --durations=15
