@@ -1,6 +1,7 @@
 """The publishing workflow (.github/workflows/book.yml): actionlint refuses a
-broken copy of it, it runs the README's commands, and its cache of ``.venv``
-is keyed on every file the Makefile reinstalls for.
+broken copy of it, it runs the README's commands, its cache of ``.venv`` is
+keyed on every file the Makefile reinstalls for, and it provides the files
+the Makefile's apt-get rule would otherwise try to install without sudo.
 
 actionlint and shellcheck are the pinned ones in ``.venv/bin`` (their wheels
 carry the binaries: nothing is downloaded), as ``make lint`` runs them.
@@ -81,3 +82,18 @@ def test_the_cache_key_hashes_every_file_make_reinstalls_for():
     hashed = re.search(r"hashFiles\(([^)]*)\)", cache["with"]["key"])
     files = re.findall(r"'([^']+)'", hashed[1])
     assert prerequisites and set(prerequisites) <= set(files), (prerequisites, files)
+
+
+def test_the_workflow_provides_what_the_makefiles_apt_rule_would_install():
+    """The Makefile installs Chromium and the CJK fonts with apt-get, without
+    sudo, when either file is missing: on the runner, an earlier step must
+    make sure both files are there (and fail at once if not)."""
+    makefile = (ROOT / "Makefile").read_text("utf-8")
+    paths = [
+        re.search(rf"^{name}\s*:=\s*(\S+)$", makefile, re.MULTILINE)
+        for name in ("CHROMIUM", "FONTS_CJK")
+    ]
+    assert all(paths), "the Makefile no longer names CHROMIUM and FONTS_CJK"
+    scripts = "\n".join(s["run"] for s in _jobs()["build"]["steps"] if "run" in s)
+    missing = [path[1] for path in paths if path[1] not in scripts]
+    assert not missing, f"no step of the workflow checks {missing}"
