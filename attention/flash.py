@@ -553,12 +553,13 @@ def tile_pair_gradients(
     delta: torch.Tensor,
     future: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The body of :func:`flash_attention_backward`'s loop: one tile pair's share.
+    """The body of the loop of :func:`~attention.flash_attention_backward`.
 
     Book section: Beyond the chapter, FlashAttention from scratch, the
-    backward pass. What :func:`tile_backward` computes, for the loop that
-    calls it once per tile pair on slices of tensors it checked once:
-    unchecked. Arguments and shapes as in :func:`tile_backward`.
+    backward pass. One tile pair's share of the gradients, as
+    :func:`~attention.tile_backward` computes it, for the loop that calls it
+    once per tile pair on slices of tensors it checked once: unchecked.
+    Arguments and shapes as in :func:`~attention.tile_backward`.
     """
     scale = q.shape[-1] ** -0.5
     # S = Q K^T / sqrt(hd): (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
