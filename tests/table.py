@@ -225,11 +225,23 @@ def tensor_errors(call, name: str, good: torch.Tensor, mixed: bool = False) -> t
 
 
 #: Not a positive integer size; not a probability in [0, 1).
-SIZES = [(0, ValueError), (-1, ValueError), (True, TYPE), (2.5, TYPE), ("3", TYPE),
-         (None, TYPE)]  # fmt: skip
-PROBABILITIES = [(1.0, ValueError), (-0.1, ValueError), (math.nan, ValueError),
-                 (math.inf, ValueError), ("0.1", TYPE), (None, TYPE),
-                 (True, TYPE)]  # fmt: skip
+SIZES = [
+    (0, ValueError),
+    (-1, ValueError),
+    (True, TYPE),
+    (2.5, TYPE),
+    ("3", TYPE),
+    (None, TYPE),
+]
+PROBABILITIES = [
+    (1.0, ValueError),
+    (-0.1, ValueError),
+    (math.nan, ValueError),
+    (math.inf, ValueError),
+    ("0.1", TYPE),
+    (None, TYPE),
+    (True, TYPE),
+]
 
 
 def bad_values(call: Callable[[object], object], name: str, values=SIZES) -> tuple:
@@ -250,7 +262,7 @@ def module_inputs(make: Callable[..., nn.Module], lead: tuple = (2,)) -> tuple:
         bad("x-float64", lambda: make()(z(*lead, 3, 4).double()), "x; float64"),
         bad("x-device", lambda: make().to("meta")(z(*lead, 3, 4)), "x; meta; cpu"),
         *bad_values(lambda v: make(d_in=v), "d_in"),
-    )  # fmt: skip
+    )
 
 
 def batch_inputs(make: Callable[..., nn.Module], heads: int = 2) -> tuple:
@@ -458,7 +470,7 @@ def _copy_weights(d: Draw) -> Sample:
     src, dst = (
         d.module(lambda n=n: build(n, d_in, 4, 6, 0.0, 2, bias))
         for n in (src_name, dst_name)
-    )  # fmt: skip
+    )
 
     def copy_then_call(src, dst, x):
         attention.copy_weights(src, dst)
@@ -817,11 +829,18 @@ def _decode_ref(s: Sample) -> torch.Tensor:
     return logits
 
 
-EXAMPLE = [[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
-           [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]]  # fmt: skip
+EXAMPLE = [
+    [0.43, 0.15, 0.89],
+    [0.55, 0.87, 0.66],
+    [0.57, 0.85, 0.64],
+    [0.22, 0.58, 0.33],
+    [0.77, 0.25, 0.10],
+    [0.05, 0.80, 0.55],
+]
 MHA = built(MultiHeadAttention, **MHA_ARGS)
-MODEL = built(TinyAttentionModel, vocab_size=4, d_model=4, context_length=4,
-              num_heads=2)  # fmt: skip
+MODEL = built(
+    TinyAttentionModel, vocab_size=4, d_model=4, context_length=4, num_heads=2
+)
 IDS = torch.tensor([[1, 2, 3, 0]])
 Q = z(1, 2, 3)  # (b, T, hd): queries, keys or values
 LSE = z(1, 2)
@@ -853,31 +872,52 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
     ids, ids_ = torch.tensor([[1, 2]]), "token_ids|token ids"
     errors = (
         bad("model-mha", lambda: run(MHA(), ids, 2), "model; MultiHeadAttention", TYPE),
-        bad("model-class", lambda: run(TinyAttentionModel, ids, 2),
-            f"model; {CLASS}", TYPE),
+        bad(
+            "model-class",
+            lambda: run(TinyAttentionModel, ids, 2),
+            f"model; {CLASS}",
+            TYPE,
+        ),
         bad("swapped", lambda: run(ids, model(), 2), "model; Tensor", TYPE),
         bad("ids-float", lambda: run(model(), ids.float(), 2), f"{ids_}; float32"),
         bad("ids-rank", lambda: run(model(), ids[0], 2), f"{ids_}; (b, T)|2; (2,)|1"),
         bad("ids-vocab", lambda: run(model(), ids + 7, 2), f"{ids_}; 7"),
-        bad("too-long", lambda: run(model(), z(1, 7).long(), 2),
-            "context_length; 6; 7"),
+        bad(
+            "too-long", lambda: run(model(), z(1, 7).long(), 2), "context_length; 6; 7"
+        ),
         bad("ids-meta", lambda: run(model(), ids.to("meta"), 2), f"{ids_}; meta"),
-    )  # fmt: skip
+    )
     if name != "decode_step":
         right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
         errors += (
             bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),
-            bad("no-room", lambda: run(model(), z(1, 6).long(), 2),
-                "max_new_tokens; 2; 6"),  # the prompt fills the context
-            bad("mask-shape", lambda: run(model(), ids, 2, torch.ones(1, 3)),
-                "attention_mask; (1, 2); (1, 3)"),
-            bad("mask-right", lambda: run(model(), *right[:1], 2, right[1]),
-                "attention_mask; left-padded; [1, 0]"),
-            bad("mask-empty-row", lambda: run(model(), ids, 2, torch.tensor([[0, 0]])),
-                "attention_mask; real token; [0, 0]"),
-            bad("mask-values", lambda: run(model(), ids, 2, torch.tensor([[2, 1]])),
-                "attention_mask; 2"),
-        )  # fmt: skip
+            # the prompt fills the context: no room for a token fed back
+            bad(
+                "no-room",
+                lambda: run(model(), z(1, 6).long(), 2),
+                "max_new_tokens; 2; 6",
+            ),
+            bad(
+                "mask-shape",
+                lambda: run(model(), ids, 2, torch.ones(1, 3)),
+                "attention_mask; (1, 2); (1, 3)",
+            ),
+            bad(
+                "mask-right",
+                lambda: run(model(), *right[:1], 2, right[1]),
+                "attention_mask; left-padded; [1, 0]",
+            ),
+            bad(
+                "mask-empty-row",
+                lambda: run(model(), ids, 2, torch.tensor([[0, 0]])),
+                "attention_mask; real token; [0, 0]",
+            ),
+            bad(
+                "mask-values",
+                lambda: run(model(), ids, 2, torch.tensor([[2, 1]])),
+                "attention_mask; 2",
+            ),
+        )
     return errors
 
 
@@ -1803,9 +1843,14 @@ def registry_record(name: str) -> OpInfo:
 
     devices = tuple(d for d in info.devices if d != "cuda" or torch.cuda.is_available())
     return OpInfo(
-        name, sample, reference, _registry_errors(name), tuple(info.dtypes), devices,
+        name,
+        sample,
+        reference,
+        _registry_errors(name),
+        tuple(info.dtypes),
+        devices,
         dict(info.tolerances),
-    )  # fmt: skip
+    )
 
 
 def causal_builders() -> dict[str, Callable[..., nn.Module]]:

@@ -24,9 +24,9 @@ PACKAGE = ROOT / "attention"
 #: A reason must not be a cycle: test_no_cycle would fail on one anyway.
 LAZY = {
     ("attention.live", "attention.plotting"): (
-        "heatmap_colours needs matplotlib, an optional dependency: the import "
-        "of the heatmap sits beside `import matplotlib`, in the one function "
-        "that draws"
+        "heatmap_colours reads heatmap's colour map beside `import matplotlib`, "
+        "an optional dependency that only this function of live.py needs; not "
+        "a cycle (plotting imports nothing from the package)"
     ),
 }
 
