@@ -46,6 +46,19 @@ GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
 EDITION_FOLDERS = {"en": "", "zh_CN": "zh_CN"}
 
 
+def source_pages() -> set[str]:
+    """Every page written in ``book/`` (not in a ``_*`` folder), as its path in
+    the site: ``chapter3/3-5-causal-attention.html``. Read from the sources, so
+    a test can hold the built site and the browser's visits against it."""
+    book = ROOT / "book"
+    sources = [p.relative_to(book).with_suffix("") for p in book.rglob("*.md")]
+    return {
+        f"{s.as_posix()}.html"
+        for s in sources
+        if not any(part.startswith("_") for part in s.parts)
+    }
+
+
 def build_dir() -> Path:
     """``$BUILDDIR`` as an absolute path (the tests may run from anywhere)."""
     path = Path(os.environ.get("BUILDDIR", "_build"))
