@@ -59,6 +59,18 @@ def source_pages() -> set[str]:
     }
 
 
+def cores_per_worker() -> int:
+    """The cores this test process may keep busy: all of them, or its share
+    when pytest-xdist runs the tier on several workers (``make site`` runs two,
+    each taking a whole test file). The fixtures that start heavy processes of
+    their own (the browser visit, the reader's notebooks, the source archive's
+    tests) start this many at a time, so the tier never runs more of them than
+    the machine has cores: the downloaded pages' live timing claims fail on an
+    overloaded machine (seen with four notebook kernels and browsers on two)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def build_dir() -> Path:
     """``$BUILDDIR`` as an absolute path (the tests may run from anywhere)."""
     path = Path(os.environ.get("BUILDDIR", "_build"))

@@ -41,6 +41,7 @@ from conftest import (
     CHROMIUM_ARGS,
     EDITION_FOLDERS,
     assert_none,
+    cores_per_worker,
     load_site,
     source_pages,
 )
@@ -424,7 +425,8 @@ def serve(html):
 
 @pytest.fixture(scope="session")
 def all_visits() -> dict[str, list[Visit]]:
-    """Both editions, visited at the same time: edition -> visits. The whole
+    """Both editions, visited at the same time when this process has two
+    cores to itself (conftest.cores_per_worker): edition -> visits. The whole
     site is served, as a host would serve it: the 简体中文 pages load the
     English edition's copy of the assets the two share (book/_ext/share_assets.py)."""
     sites = [load_site(edition) for edition in EDITION_FOLDERS]
@@ -434,7 +436,7 @@ def all_visits() -> dict[str, list[Visit]]:
         with serve(site.build / "html") as origin:
             return visit_edition(site, origin, f"{folder}/" if folder else "")
 
-    with ThreadPoolExecutor(len(sites)) as pool:
+    with ThreadPoolExecutor(min(len(sites), cores_per_worker())) as pool:
         return dict(zip(EDITION_FOLDERS, pool.map(visit, sites), strict=True))
 
 
