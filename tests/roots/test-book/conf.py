@@ -25,5 +25,5 @@ _BUILD = Path(__file__).parent / "_build"
 (_BUILD / "dist").mkdir(parents=True, exist_ok=True)
 (_BUILD / "dist" / f"attention-{release}-py3-none-any.whl").write_bytes(b"a wheel")
 (_BUILD / "attention-live").mkdir(exist_ok=True)
-(_BUILD / "attention-live" / "demo.json").write_text('{"w": [1]}')
+(_BUILD / "attention-live" / "demo.json").write_text('{"kind": "learned"}')
 html_theme = "basic"  # no theme to load: a faster build
