@@ -177,7 +177,9 @@ unit: $(STAMP)
 		-m "not site and not browser and not slow" --ignore=tests/site
 
 site: $(STAMP) $(CHROMIUM) $(FONTS_CJK)
-	BUILDDIR=$(BUILDDIR) $(PYTEST) -m "site or browser or slow" tests
+	BUILDDIR=$(BUILDDIR) $(PYTEST) -n 2 --dist loadfile -m "site or browser or slow" tests \
+		--ignore=tests/site/test_notebooks_standalone.py
+	BUILDDIR=$(BUILDDIR) $(PYTEST) tests/site/test_notebooks_standalone.py
 
 # Two clean builds must print the same cell outputs (cells tagged
 # nondeterministic, such as timings, excepted): see tests/site/compare_builds.py.

@@ -46,6 +46,31 @@ GENERATED = {"genindex.html", "search.html", "py-modindex.html"}
 EDITION_FOLDERS = {"en": "", "zh_CN": "zh_CN"}
 
 
+def source_pages() -> set[str]:
+    """Every page written in ``book/`` (not in a ``_*`` folder), as its path in
+    the site: ``chapter3/3-5-causal-attention.html``. Read from the sources, so
+    a test can hold the built site and the browser's visits against it."""
+    book = ROOT / "book"
+    sources = [p.relative_to(book).with_suffix("") for p in book.rglob("*.md")]
+    return {
+        f"{s.as_posix()}.html"
+        for s in sources
+        if not any(part.startswith("_") for part in s.parts)
+    }
+
+
+def cores_per_worker() -> int:
+    """The cores this test process may keep busy: all of them, or its share
+    when pytest-xdist runs the tier on several workers (``make site`` runs two,
+    each taking a whole test file). The fixtures that start heavy processes of
+    their own (the browser visit, the reader's notebooks, the source archive's
+    tests) start this many at a time, so the tier never runs more of them than
+    the machine has cores: the downloaded pages' live timing claims fail on an
+    overloaded machine (seen with four notebook kernels and browsers on two)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, (os.cpu_count() or 1) // workers)
+
+
 def build_dir() -> Path:
     """``$BUILDDIR`` as an absolute path (the tests may run from anywhere)."""
     path = Path(os.environ.get("BUILDDIR", "_build"))

@@ -39,6 +39,7 @@ from conftest import (
     WHEEL,
     assert_none,
     build_dir,
+    cores_per_worker,
     load_site,
 )
 from i18n_code import code_tokens
@@ -50,7 +51,7 @@ KERNEL = "attention-reader"
 # The CPU build on this machine's disk; pip checks it against the wheel's range.
 TORCH = "torch==2.13.0"
 CELL_TIMEOUT = 600  # seconds; the slowest cell of the book takes under a minute
-WORKERS = 2  # notebooks run at a time: one per core
+WORKERS = cores_per_worker()  # notebooks run at a time: one per core it may use
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of IPython's tracebacks
 ARCHIVE = f"attention-book-code-{VERSION}.zip"
 SDIST = f"attention-{VERSION}.tar.gz"
@@ -303,7 +304,7 @@ def run_notebook(path: Path, jupyter_path: Path, workdir: Path) -> tuple[str, fl
 
 @pytest.fixture(scope="module")
 def runs(reader, tmp_path_factory):
-    """Every English download, run two at a time: name -> (failure, s)."""
+    """Every English download, ``WORKERS`` at a time: name -> (failure, s)."""
     work = tmp_path_factory.mktemp("runs")
     names = [name for name in RUN if name in downloads()]
     start = time.perf_counter()
@@ -388,7 +389,7 @@ def test_the_source_archive_runs_its_tests(unpacked_sdist):
     )
     assert Path(found.stdout.strip()).is_relative_to(unpacked_sdist), found.stdout
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
-    command += ["-n", "2", "--dist", "worksteal", "attention", "tests"]
+    command += ["-n", str(WORKERS), "--dist", "worksteal", "attention", "tests"]
     start = time.perf_counter()
     done = subprocess.run(
         command, cwd=unpacked_sdist, env=env, capture_output=True, text=True

@@ -11,7 +11,13 @@ import json
 import re
 
 import pytest
-from conftest import EDITION_FOLDERS, ROOT, assert_none, load_site, text_without
+from conftest import (
+    EDITION_FOLDERS,
+    assert_none,
+    load_site,
+    source_pages,
+    text_without,
+)
 
 pytestmark = pytest.mark.site
 
@@ -119,10 +125,7 @@ def test_page_shows(edition, docname, selector, pattern):
 
 def test_every_source_page_is_built(site):
     """Every page in ``book/`` (not in ``_*`` folders) has its HTML."""
-    book = ROOT / "book"
-    sources = [p.relative_to(book).with_suffix("") for p in book.rglob("*.md")]
-    pages = {s.as_posix() for s in sources if not any(x[0] == "_" for x in s.parts)}
-    missing = sorted(pages - {p.docname for p in site.pages})
+    missing = sorted(source_pages() - {p.rel for p in site.pages})
     assert not missing, f"pages in book/ without HTML (stale build?): {missing}"
 
 
