@@ -116,7 +116,9 @@ html_theme_options = {
 # translated in book/locales/<lang>/LC_MESSAGES/sphinx.po.
 templates_path = ["book/_templates"]
 # A named default: with none, the theme logs a console error on a first visit.
-html_context = {"default_mode": "auto"}
+# book_pdf: the PDF the front page links, which `make pdf` puts beside it (the
+# zh_CN edition's name is given on the Makefile's line, -A book_pdf=...).
+html_context = {"default_mode": "auto", "book_pdf": "book.pdf"}
 # Formulas are SVG drawn at build time (svgmath.py): no MathJax, no network.
 html_static_path = ["book/_static"]
 html_math_renderer = "svgmath"
