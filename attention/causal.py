@@ -18,7 +18,7 @@ from .checks import (
     as_device,
     check_attention_args,
     check_batch,
-    check_positive,
+    check_integer,
     check_shapes,
 )
 
@@ -32,7 +32,8 @@ def causal_mask(
     when ``j > i``, that is when token ``j`` lies in query ``i``'s future.
 
     Args:
-        num_tokens: the sequence length.
+        num_tokens: the sequence length, at least 0 (no tokens: an empty
+            mask).
         device: where to build the mask. Default: the CPU.
 
     Shape:
@@ -46,8 +47,10 @@ def causal_mask(
         tensor([[False,  True,  True],
                 [False, False,  True],
                 [False, False, False]])
+        >>> causal_mask(0).shape  # no tokens, nothing to hide
+        torch.Size([0, 0])
     """
-    check_positive(num_tokens=num_tokens)
+    check_integer("num_tokens", num_tokens, smallest=0)
     device = as_device(device)
     ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device)
     return torch.triu(ones, diagonal=1)

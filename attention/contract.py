@@ -13,8 +13,10 @@ contract, written in code:
   ``MultiHeadAttention`` does, needs nothing more. A class that stores them
   another way (:class:`TranslatesLayout`) translates with two methods,
   ``mha_state_dict()`` and ``load_mha_state_dict(state)``.
-  :func:`mha_state_dict` and :func:`load_mha_state_dict` read and write
-  either kind.
+  :func:`attention.variants.mha_state_dict` and
+  :func:`attention.variants.load_mha_state_dict` read and write either kind.
+- :class:`SeparateProjections` and :class:`Decoder`: what a KV cache and
+  generation read of a layer and of a model.
 - :class:`~attention.VariantInfo`: what the contract suite (``tests/test_contract.py``)
   and the benchmark need to know about an entry: its dtypes and devices, its
   tolerances, and whether its parameter count is the chapter's.
@@ -23,6 +25,10 @@ Bad input is part of the contract too: a ``ValueError`` whose message names
 the argument, what was expected and what came. The wording is the class's
 own.
 
+This module is a floor of the package, with ``_layout``: it imports nothing
+from the package, so that ``attention.checks`` can check arguments against
+these Protocols without an import cycle.
+
 Example:
     >>> from attention import MultiHeadAttention, SDPAMultiHeadAttention
     >>> mha = MultiHeadAttention(4, 6, context_length=5, dropout=0.0, num_heads=3)
@@ -30,8 +36,6 @@ Example:
     (True, False)
     >>> sdpa = SDPAMultiHeadAttention(4, 6, 5, dropout=0.0, num_heads=3)
     >>> isinstance(sdpa, TranslatesLayout)
-    True
-    >>> list(mha_state_dict(mha)) == list(mha_state_dict(sdpa))
     True
 """
 
@@ -44,9 +48,6 @@ from typing import Protocol, runtime_checkable
 
 import torch
 from torch import nn
-
-from ._layout import QKV, layout_names
-from .checks import check_module, check_state, check_variant
 
 
 @runtime_checkable
@@ -197,72 +198,3 @@ class VariantInfo:
         """
         args = (d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         return cls(*args, **self.kwargs)
-
-
-def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
-    """The weights of any variant, by the chapter's names.
-
-    Book section: Beyond the chapter, Efficient multi-head attention. A class
-    with its own ``mha_state_dict()`` (:class:`TranslatesLayout`) answers
-    itself; a class in the chapter's layout is read directly.
-
-    Args:
-        module: a registry variant.
-
-    Shape:
-        W_query.weight: ``(d_out, d_in)``, likewise ``W_key`` and ``W_value``
-        out_proj.weight: ``(d_out, d_out)``
-        biases: ``(d_out,)``
-
-    Returns:
-        A dict from names (query, key, value, then ``out_proj``; the query,
-        key and value biases only with ``qkv_bias=True``) to detached views of
-        the weights, not copies.
-
-    Example:
-        >>> from attention import MultiHeadAttention
-        >>> mha = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
-        >>> {name: tuple(t.shape) for name, t in mha_state_dict(mha).items()}
-        {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
-         'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
-    """
-    check_variant("module", module)
-    if isinstance(module, TranslatesLayout):
-        return module.mha_state_dict()
-    layers = {name: getattr(module, name) for name in (*QKV, "out_proj")}
-    state = {}
-    for name, layer in layers.items():
-        state[f"{name}.weight"] = layer.weight.detach()
-        if layer.bias is not None:
-            state[f"{name}.bias"] = layer.bias.detach()
-    names = layout_names(qkv_bias=layers["W_query"].bias is not None)
-    return {name: state[name] for name in names if name in state}
-
-
-def load_mha_state_dict(module: nn.Module, state: dict[str, torch.Tensor]) -> None:
-    """Copy weights given by the chapter's names into any variant, in place.
-
-    Book section: Beyond the chapter, Efficient multi-head attention.
-
-    Args:
-        module: the registry variant to write into.
-        state: the output of :func:`mha_state_dict` for a module of the same
-            size.
-
-    Example:
-        >>> from attention import MultiHeadAttention
-        >>> a = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
-        >>> b = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
-        >>> load_mha_state_dict(b, mha_state_dict(a))
-        >>> torch.equal(b.W_key.weight, a.W_key.weight)
-        True
-    """
-    check_module("module", module)
-    if isinstance(module, TranslatesLayout):
-        module.load_mha_state_dict(state)
-        return
-    own = mha_state_dict(module)
-    check_state(state, own)
-    with torch.no_grad():
-        for name, weight in own.items():
-            weight.copy_(state[name])  # a view: writes into the parameter

@@ -541,10 +541,10 @@ def tile_backward(
         lse=lse,
         delta=delta,
     )
-    return _tile_backward(queries, keys, values, grad_out, lse, delta, future)
+    return tile_pair_gradients(queries, keys, values, grad_out, lse, delta, future)
 
 
-def _tile_backward(
+def tile_pair_gradients(
     q: torch.Tensor,
     k: torch.Tensor,
     v: torch.Tensor,
@@ -553,7 +553,14 @@ def _tile_backward(
     delta: torch.Tensor,
     future: torch.Tensor | None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`tile_backward` without the checks, for the loop over tiles."""
+    """The body of the loop of :func:`~attention.flash_attention_backward`.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, the
+    backward pass. One tile pair's share of the gradients, as
+    :func:`~attention.tile_backward` computes it, for the loop that calls it
+    once per tile pair on slices of tensors it checked once: unchecked.
+    Arguments and shapes as in :func:`~attention.tile_backward`.
+    """
     scale = q.shape[-1] ** -0.5
     # S = Q K^T / sqrt(hd): (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
     attn_scores = q @ k.transpose(-2, -1) * scale
@@ -640,22 +647,6 @@ def flash_attention_backward(
         lse=lse,
         grad_out=grad_out,
     )
-    return _flash_backward(
-        queries, keys, values, context_vec, lse, grad_out, causal, tile_size
-    )
-
-
-def _flash_backward(
-    queries: torch.Tensor,
-    keys: torch.Tensor,
-    values: torch.Tensor,
-    context_vec: torch.Tensor,
-    lse: torch.Tensor,
-    grad_out: torch.Tensor,
-    causal: bool,
-    tile_size: int,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """:func:`flash_attention_backward` without the checks."""
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     offset = num_keys - num_queries  # query i is position i + offset
     delta = (grad_out * context_vec).sum(dim=-1)  # D: (..., Tq, hd) -> (..., Tq)
@@ -674,7 +665,7 @@ def _flash_backward(
             future = None  # no masked pair, unless the diagonal crosses the tile
             if causal and k1 > q0 + offset + 1:
                 future = _future(q0, q1, k0, k1, offset, queries.device)
-            dq, dk, dv = _tile_backward(
+            dq, dk, dv = tile_pair_gradients(
                 queries[..., q0:q1, :],
                 keys[..., k0:k1, :],
                 values[..., k0:k1, :],
@@ -757,7 +748,7 @@ class FlashAttentionFunction(torch.autograd.Function):
         _grad_lse: torch.Tensor | None,
     ) -> tuple[torch.Tensor | None, ...]:
         queries, keys, values, context_vec, lse = ctx.saved_tensors
-        grads = _flash_backward(
+        grads = flash_attention_backward(
             queries, keys, values, context_vec, lse, grad_out, ctx.causal, ctx.tile_size
         )
         return (*grads, None, None)  # no gradient for causal and tile_size

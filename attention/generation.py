@@ -71,7 +71,9 @@ def decode_step(
         >>> torch.allclose(logits[:, -1], model(token_ids)[:, -1])
         True
     """
-    check_decode(model, token_ids, cache, attention_mask=attention_mask)
+    check_decode(
+        model, token_ids, cache, attention_mask=attention_mask, cache_type=KVCache
+    )
     return decode_cached(model, token_ids, cache, attention_mask)
 
 
@@ -88,7 +90,7 @@ def decode_cached(
     it. With ``cache=None`` the tokens are the whole sequence: the pass
     without a cache.
     """
-    start = 0 if cache is None else cache._held(0)
+    start = 0 if cache is None else cache.lengths[0]
     num_new = token_ids.shape[1]
     if attention_mask is None:  # positions start, start + 1, ...: (T_new,)
         positions = torch.arange(start, start + num_new, device=token_ids.device)

@@ -22,6 +22,7 @@ from .checks import (
     check_attention_args,
     check_batch,
     check_divides,
+    check_flag,
     check_integer,
     check_module,
     check_shapes,
@@ -29,7 +30,7 @@ from .checks import (
 from .multihead import MultiHeadAttention
 
 
-def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
+def repeat_kv(x: torch.Tensor, repeats: int, *, check: bool = True) -> torch.Tensor:
     """Repeat every key/value head ``repeats`` times, next to itself.
 
     Book section: Beyond the chapter, Grouped-query attention. Key/value head
@@ -41,6 +42,11 @@ def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
     Args:
         x: keys or values, one slice per key/value head.
         repeats: how many query heads share each key/value head, at least 1.
+        check: check ``x`` and ``repeats`` first. ``False`` skips the checks:
+            for a caller that made ``x`` from input it has checked already,
+            such as :class:`GroupedQueryAttention` and the KV cache's
+            generation loop, which call it in every forward pass and for
+            every generated token. Default: ``True``.
 
     Shape:
         x: ``(b, g, T, hd)``
@@ -54,8 +60,10 @@ def repeat_kv(x: torch.Tensor, repeats: int) -> torch.Tensor:
         >>> repeat_kv(x, 3).flatten()
         tensor([10., 10., 10., 20., 20., 20.])
     """
-    check_integer("repeats", repeats, smallest=1)
-    check_shapes(x=(x, "b g T head_dim"))
+    if check is not False:  # anything else is checked, check itself too
+        check_flag("check", check)
+        check_integer("repeats", repeats, smallest=1)
+        check_shapes(x=(x, "b g T head_dim"))
     if repeats == 1:
         return x
     b, g, num_tokens, head_dim = x.shape
@@ -154,9 +162,8 @@ class GroupedQueryAttention(nn.Module):
         # Each key/value head serves r query heads:
         # (b, g, T, hd) -> (b, h, T, hd)
         group_size = self.num_heads // self.num_kv_heads
-        # What repeat_kv computes (without its checks: x was checked above)
-        keys = keys.repeat_interleave(group_size, dim=1)
-        values = values.repeat_interleave(group_size, dim=1)
+        keys = repeat_kv(keys, group_size, check=False)  # x was checked above
+        values = repeat_kv(values, group_size, check=False)
 
         # From here on as in MultiHeadAttention:
         # (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from .checks import check_cached, check_integer, check_kv, check_positive
+from .gqa import repeat_kv
 
 
 class KVCache:
@@ -53,11 +54,16 @@ class KVCache:
     def num_tokens(self, layer: int = 0) -> int:
         """How many tokens ``layer`` has cached."""
         check_integer("layer", layer, 0, self.num_layers)
-        return self._held(layer)
+        return self.lengths[layer]
 
-    def _held(self, layer: int) -> int:
-        keys = self.keys[layer]
-        return 0 if keys is None else keys.shape[2]
+    @property
+    def lengths(self) -> tuple[int, ...]:
+        """How many tokens each layer has cached, read-only: ``(T_all, ...)``.
+
+        What a loop over layers and steps reads, where :meth:`num_tokens`
+        would check its ``layer`` at every call.
+        """
+        return tuple(0 if keys is None else keys.shape[2] for keys in self.keys)
 
     def update(
         self, layer: int, keys: torch.Tensor, values: torch.Tensor
@@ -79,12 +85,18 @@ class KVCache:
         """
         check_integer("layer", layer, 0, self.num_layers)
         check_kv(keys, values, self.keys[layer], self.context_length)
-        return self._append(layer, keys, values)
+        return self.append(layer, keys, values)
 
-    def _append(
+    def append(
         self, layer: int, keys: torch.Tensor, values: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        """:meth:`update` without the checks, for the package's own loops."""
+        """The step every generated token takes in every layer: keep the new
+        keys and values, return all of the layer's.
+
+        Unchecked: :meth:`update` checks its arguments, then calls it; the
+        package's generation loops call it on keys and values they computed
+        from input checked once, before the loop. Shapes as in :meth:`update`.
+        """
         if self.keys[layer] is None:
             self.keys[layer], self.values[layer] = keys, values
         else:
@@ -189,7 +201,7 @@ def cached_attention(
         >>> torch.allclose(torch.cat((first, last), dim=1), mha(x))
         True
     """
-    check_cached(attn, x, cache, layer, attention_mask)
+    check_cached(attn, x, cache, layer, attention_mask, cache_type=KVCache)
     return attend_cached(attn, x, cache, layer, attention_mask)
 
 
@@ -209,7 +221,7 @@ def attend_cached(
     cache, padding mask included.
     """
     b, num_new, _ = x.shape
-    start = 0 if cache is None else cache._held(layer)
+    start = 0 if cache is None else cache.lengths[layer]
     num_kv_heads = getattr(attn, "num_kv_heads", attn.num_heads)
     head_dim = attn.head_dim
     # (b, T_new, d_in) -> (b, T_new, h, hd) -> (b, h, T_new, hd)
@@ -224,11 +236,12 @@ def attend_cached(
     # The only new line of the algorithm: keep the new keys and values, get
     # all of them back. (b, g, T_new, hd) -> (b, g, T_all, hd)
     if cache is not None:
-        keys, values = cache._append(layer, keys, values)
+        keys, values = cache.append(layer, keys, values)
+    # Each key/value head serves h / g query heads:
     # (b, g, T_all, hd) -> (b, h, T_all, hd)
-    # what repeat_kv computes, without its checks
-    keys = keys.repeat_interleave(attn.num_heads // num_kv_heads, dim=1)
-    values = values.repeat_interleave(attn.num_heads // num_kv_heads, dim=1)
+    group_size = attn.num_heads // num_kv_heads
+    keys = repeat_kv(keys, group_size, check=False)  # checked before the loop
+    values = repeat_kv(values, group_size, check=False)
 
     # (b, h, T_new, hd) @ (b, h, hd, T_all) -> (b, h, T_new, T_all)
     attn_scores = queries @ keys.transpose(2, 3)

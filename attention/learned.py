@@ -122,6 +122,16 @@ class TinyAttentionModel(nn.Module):
     def forward(self, token_ids: torch.Tensor) -> torch.Tensor:
         device = self.tok_emb.weight.device
         check_token_ids(token_ids, self.vocab_size, self.context_length, device)
+        return self.logits(token_ids)
+
+    def logits(self, token_ids: torch.Tensor) -> torch.Tensor:
+        """The model's computation, the body of ``forward``: ids in, logits out.
+
+        Unchecked: ``forward`` checks the ids, then calls it. So do
+        :func:`train_model` and :func:`token_accuracy`, which check all the
+        data once and then call ``logits`` on every batch, without reading
+        the ids' values again at each step.
+        """
         x = self.embed(token_ids)  # (b, T) -> (b, T, d)
         for layer in self.layers:
             x = layer(x)  # (b, T, d): context vectors, the next layer's input
@@ -189,7 +199,7 @@ def previous_token_data(
 
 
 def train_model(
-    model: nn.Module,
+    model: TinyAttentionModel,
     token_ids: torch.Tensor,
     targets: torch.Tensor,
     *,
@@ -209,8 +219,7 @@ def train_model(
     is left in eval mode.
 
     Args:
-        model: maps ``(b, T)`` token ids to ``(b, T, V)`` logits, such as
-            :class:`TinyAttentionModel`.
+        model: the :class:`TinyAttentionModel` to train.
         token_ids: the training sequences.
         targets: the target of every position, ``IGNORE_INDEX`` where none.
         steps: how many gradient steps.
@@ -233,14 +242,24 @@ def train_model(
         >>> len(losses), round(losses[0], 2), round(losses[-1], 2)
         (20, 2.09, 1.17)
     """
-    check_training(model, token_ids, targets, steps, batch_size, lr, seed)
+    check_training(
+        model,
+        token_ids,
+        targets,
+        steps,
+        batch_size,
+        lr,
+        seed,
+        model_type=TinyAttentionModel,
+        ignore_index=IGNORE_INDEX,
+    )
     g = torch.Generator().manual_seed(seed)
     model.train()
     losses = []
     for _ in range(steps):
         # batch_size random sequences: (N, T) -> (b, T)
         rows = torch.randperm(len(token_ids), generator=g)[:batch_size]
-        logits = model(token_ids[rows])  # (b, T) -> (b, T, V)
+        logits = model.logits(token_ids[rows])  # (b, T) -> (b, T, V), checked above
         loss = nn.functional.cross_entropy(
             logits.flatten(0, 1),  # (b, T, V) -> (b * T, V)
             targets[rows].flatten(),  # (b, T) -> (b * T,)
@@ -258,7 +277,7 @@ def train_model(
 
 @torch.no_grad()
 def token_accuracy(
-    model: nn.Module, token_ids: torch.Tensor, targets: torch.Tensor
+    model: TinyAttentionModel, token_ids: torch.Tensor, targets: torch.Tensor
 ) -> float:
     """Fraction of counted positions where the highest logit is the target.
 
@@ -266,7 +285,7 @@ def token_accuracy(
     whose target is ``IGNORE_INDEX`` are not counted.
 
     Args:
-        model: maps ``(b, T)`` token ids to ``(b, T, V)`` logits.
+        model: the :class:`TinyAttentionModel` to score.
         token_ids: the sequences to score.
         targets: the target of every position.
 
@@ -283,8 +302,14 @@ def token_accuracy(
         >>> token_accuracy(model, token_ids, targets)
         0.3425
     """
-    check_training(model, token_ids, targets)
-    predicted = model(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
+    check_training(
+        model,
+        token_ids,
+        targets,
+        model_type=TinyAttentionModel,
+        ignore_index=IGNORE_INDEX,
+    )
+    predicted = model.logits(token_ids).argmax(dim=-1)  # (b, T, V) -> (b, T)
     counted = targets != IGNORE_INDEX  # (b, T)
     return (predicted[counted] == targets[counted]).double().mean().item()
 
@@ -352,7 +377,7 @@ def previous_token_mass(attn_weights: torch.Tensor) -> torch.Tensor:
         attn_weights: the weights from :func:`attention_weights`.
 
     Shape:
-        attn_weights: ``(b, h, T, T)`` with ``T >= 2``
+        attn_weights: ``(b, h, T, T)`` with ``b >= 1`` and ``T >= 2``
         Output: ``(h,)``
 
     Returns:
@@ -366,6 +391,7 @@ def previous_token_mass(attn_weights: torch.Tensor) -> torch.Tensor:
         tensor([1., 0.])
     """
     check_shapes(attn_weights=(attn_weights, "b h T T"))
+    check_integer("the batch size b of attn_weights", attn_weights.shape[0], 1)
     check_integer("the num_tokens T of attn_weights", attn_weights.shape[-1], 2)
     # Entries [..., i, i - 1] for i = 1 .. T - 1: one below the main diagonal
     # (b, h, T, T) -> (b, h, T - 1)

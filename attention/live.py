@@ -5,12 +5,21 @@ example of 3.3). The book's pages run a small JavaScript forward pass
 (``book/_static/attention-live.js``) on weights that the build exports with
 this module, so the widgets always show the model that the page trained.
 
-A file holds ``{"config": {...}, "state_dict": {name: nested lists}}``:
-``config`` is the keyword arguments that rebuild the model
-(``TinyAttentionModel(**config)``), ``state_dict`` every tensor of
-``model.state_dict()`` under its own name. Floats are written as the
-shortest decimals that read back to the same float32, so a file is small
-and the model it describes is exactly the trained one.
+A file holds ``{"kind": ..., "config": {...}, "state_dict": {name: nested
+lists}}``. ``kind`` says which widget draws it (one of :data:`KINDS`):
+``"learned"`` is a trained :class:`~attention.TinyAttentionModel`, with
+``config`` the keyword arguments that rebuild it
+(``TinyAttentionModel(**config)``) and ``state_dict`` every tensor of
+``model.state_dict()`` under its own name; ``"running-example"`` is section
+3.3's six embeddings (``config["words"]``, ``state_dict["inputs"]``).
+Floats are written as the shortest decimals that read back to the same
+float32, so a file is small and the model it describes is exactly the
+trained one.
+
+Only the build writes these files. A page's cell calls :func:`save_exports`
+wherever it runs, and the function writes only when ``$ATTENTION_LIVE_DIR``
+names a folder, as the Makefile's HTML builds do: a reader who runs the
+page's notebook, or ``make update-po``, gets no file.
 """
 
 from __future__ import annotations
@@ -29,9 +38,12 @@ from .checks import check_module, check_tensor
 from .learned import TinyAttentionModel
 
 #: Where :func:`save_exports` writes when no folder is given: the Makefile sets
-#: it for the build, and book/_ext/live_widgets.py reads the files there;
-#: elsewhere the files land in the working folder.
+#: it for its HTML builds, and book/_ext/live_widgets.py reads the files there.
+#: Unset (a reader's notebook, a gettext build), nothing is written.
 FOLDER_VARIABLE = "ATTENTION_LIVE_DIR"
+
+#: The kinds of export, each drawn by its own widget in attention-live.js.
+KINDS = ("learned", "running-example")
 
 
 def tiny_model_config(model: TinyAttentionModel) -> dict:
@@ -61,24 +73,31 @@ def tiny_model_config(model: TinyAttentionModel) -> dict:
     }
 
 
-def export(config: Mapping, state_dict: Mapping[str, torch.Tensor]) -> dict:
-    """A JSON-ready dict: ``config`` as given, every tensor as nested lists.
+def export(kind: str, config: Mapping, state_dict: Mapping[str, torch.Tensor]) -> dict:
+    """A JSON-ready dict: its kind, ``config`` as given, every tensor as nested lists.
 
     Args:
-        config: keyword arguments of the model's constructor (JSON values).
+        kind: which widget draws it, one of :data:`KINDS`.
+        config: JSON values the widget needs, such as the keyword arguments
+            of the model's constructor.
         state_dict: tensors by name, such as ``model.state_dict()``.
 
     Returns:
-        ``{"config": dict(config), "state_dict": {name: nested lists}}``;
-        floats as the shortest decimals of their float32 value, booleans and
-        integers as they are.
+        ``{"kind": kind, "config": dict(config), "state_dict": {name: nested
+        lists}}``; floats as the shortest decimals of their float32 value,
+        booleans and integers as they are.
+
+    Raises:
+        ValueError: ``kind`` is not one of :data:`KINDS`.
 
     Example:
         >>> t = torch.tensor([[0.1, 1 / 3], [2.0, -0.5]])
-        >>> export({"n": 2}, {"w": t, "mask": t > 1})
-        {'config': {'n': 2}, 'state_dict': {'w': [[0.1, 0.33333334], [2.0, -0.5]], \
-'mask': [[False, False], [True, False]]}}
+        >>> export("learned", {"n": 2}, {"w": t, "mask": t > 1})
+        {'kind': 'learned', 'config': {'n': 2}, 'state_dict': \
+{'w': [[0.1, 0.33333334], [2.0, -0.5]], 'mask': [[False, False], [True, False]]}}
     """
+    if kind not in KINDS:
+        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
     tensors = {}
     for name, t in state_dict.items():
         check_tensor(name, t)
@@ -90,7 +109,7 @@ def export(config: Mapping, state_dict: Mapping[str, torch.Tensor]) -> dict:
             tensors[name] = np.reshape(shortest, values.shape).tolist()
         else:
             tensors[name] = t.tolist()
-    return {"config": dict(config), "state_dict": tensors}
+    return {"kind": kind, "config": dict(config), "state_dict": tensors}
 
 
 def export_tiny_model(model: TinyAttentionModel) -> dict:
@@ -100,7 +119,8 @@ def export_tiny_model(model: TinyAttentionModel) -> dict:
         model: the model.
 
     Returns:
-        Its config (:func:`tiny_model_config`) and its whole ``state_dict``.
+        An export of kind ``"learned"``: the model's config
+        (:func:`tiny_model_config`) and its whole ``state_dict``.
 
     Example:
         >>> model = TinyAttentionModel(4, 4, context_length=3, num_heads=1)
@@ -108,19 +128,22 @@ def export_tiny_model(model: TinyAttentionModel) -> dict:
         >>> names.keys() == model.state_dict().keys()
         True
     """
-    return export(tiny_model_config(model), model.state_dict())
+    return export("learned", tiny_model_config(model), model.state_dict())
 
 
 def load_tiny_model(path: str | Path, dtype: torch.dtype = torch.float64):
     """Rebuild the model a file of :func:`save_exports` describes.
 
     Args:
-        path: the JSON file.
+        path: the JSON file, an export of kind ``"learned"``.
         dtype: the floats of the rebuilt model. Default: ``torch.float64``,
             the precision of JavaScript's numbers.
 
     Returns:
         A :class:`~attention.TinyAttentionModel` in eval mode.
+
+    Raises:
+        ValueError: the file holds another kind of export.
 
     Example:
         >>> import tempfile
@@ -137,6 +160,11 @@ def load_tiny_model(path: str | Path, dtype: torch.dtype = torch.float64):
         True
     """
     saved = json.loads(Path(path).read_text("utf-8"))
+    if saved.get("kind") != "learned":
+        raise ValueError(
+            f"path: expected an export of kind 'learned', got kind "
+            f"{saved.get('kind')!r} in {path}"
+        )
     model = TinyAttentionModel(**saved["config"]).to(dtype)
     state = {
         name: torch.tensor(value, dtype=model.state_dict()[name].dtype)
@@ -146,27 +174,66 @@ def load_tiny_model(path: str | Path, dtype: torch.dtype = torch.float64):
     return model.eval()
 
 
+def export_folder() -> Path | None:
+    """The folder the build asked the exports to go to, or ``None``.
+
+    ``$ATTENTION_LIVE_DIR`` (:data:`FOLDER_VARIABLE`), which the Makefile
+    sets for its HTML builds; unset or empty everywhere else.
+
+    Raises:
+        ValueError: the variable holds a relative path. Each kernel runs in
+            its page's folder, so a relative path would write into the book's
+            source.
+
+    Example:
+        >>> import os
+        >>> os.environ[FOLDER_VARIABLE] = "/book/_build/attention-live"  # a build
+        >>> export_folder()
+        PosixPath('/book/_build/attention-live')
+        >>> del os.environ[FOLDER_VARIABLE]  # a reader's kernel
+        >>> print(export_folder())
+        None
+    """
+    value = os.environ.get(FOLDER_VARIABLE, "")
+    if not value:
+        return None
+    folder = Path(value)
+    if not folder.is_absolute():
+        raise ValueError(
+            f"${FOLDER_VARIABLE}: expected an absolute path (each kernel runs in "
+            f"its page's folder), got {value!r}"
+        )
+    return folder
+
+
 def save_exports(
     exports: Mapping[str, dict], folder: str | Path | None = None
 ) -> list[Path]:
-    """Write each export to ``<folder>/<name>.json``; return the paths.
+    """Write each export to ``<folder>/<name>.json`` when a build asks for them.
 
     Args:
         exports: dicts from :func:`export`, by file name (without ``.json``).
-        folder: where to write. Default: ``$ATTENTION_LIVE_DIR``, else the
-            working folder.
+        folder: where to write. Default: :func:`export_folder`, the folder
+            the build names; when it names none, nothing is written.
 
     Returns:
-        The paths written, in the order of ``exports``.
+        The paths written, in the order of ``exports``; an empty list when
+        nothing was written.
 
     Example:
         >>> import tempfile
         >>> with tempfile.TemporaryDirectory() as folder:
-        ...     [path] = save_exports({"tiny": export({}, {})}, folder)
+        ...     [path] = save_exports({"tiny": export("learned", {}, {})}, folder)
         ...     path.name, path.read_text()
-        ('tiny.json', '{"config":{},"state_dict":{}}')
+        ('tiny.json', '{"kind":"learned","config":{},"state_dict":{}}')
+        >>> save_exports({"tiny": export("learned", {}, {})})  # not in a build
+        []
     """
-    folder = Path(folder or os.environ.get(FOLDER_VARIABLE) or ".")
+    if folder is None:
+        folder = export_folder()
+    if folder is None:
+        return []
+    folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = []
     for name, data in exports.items():

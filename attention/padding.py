@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .causal import causal_mask
 from .checks import check_attention_mask, check_batch, check_sequences
 from .multihead import MultiHeadAttention
 
@@ -125,10 +126,7 @@ def padded_causal_mask(attention_mask: torch.Tensor) -> torch.Tensor:
     """
     check_attention_mask(attention_mask)
     padded = attention_mask == 0  # (b, T), True = a padded key
-    num_tokens = attention_mask.shape[1]
-    # The causal triangle, as causal_mask builds it (here also for T = 0): (T, T)
-    ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=padded.device)
-    causal = ones.triu(diagonal=1)
+    causal = causal_mask(attention_mask.shape[1], padded.device)  # (T, T)
     # Hide padded keys from every query: (T, T) | (b, 1, T) -> (b, T, T)
     return causal | padded[:, None, :]
 

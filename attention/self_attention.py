@@ -151,7 +151,7 @@ def copy_weights_v2_to_v1(sa_v2: SelfAttention_v2, sa_v1: SelfAttention_v1) -> N
         >>> torch.allclose(sa_v1(x), sa_v2(x))
         True
     """
-    check_copy(sa_v2, sa_v1)
+    check_copy(sa_v2, sa_v1, SelfAttention_v2, SelfAttention_v1)
     sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
     sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
     sa_v1.W_value.copy_(sa_v2.W_value.weight.T)

@@ -14,16 +14,35 @@ variant is its class plus one line, from inside the package or outside it::
 :data:`VARIANT_INFO` holds what the tests need to know of each entry
 (:class:`~attention.VariantInfo`); an entry added to
 :data:`VARIANTS` directly gets the defaults.
+
+Weights move through the chapter's layout: :func:`mha_state_dict` reads any
+variant's weights by the chapter's names, :func:`load_mha_state_dict` writes
+them into any variant, and :func:`copy_weights` does both.
+
+Example:
+    >>> from attention import SDPAMultiHeadAttention
+    >>> mha = MultiHeadAttention(4, 6, context_length=5, dropout=0.0, num_heads=3)
+    >>> sdpa = SDPAMultiHeadAttention(4, 6, 5, dropout=0.0, num_heads=3)
+    >>> list(mha_state_dict(mha)) == list(mha_state_dict(sdpa))
+    True
 """
 
 from __future__ import annotations
 
 import importlib
 
+import torch
 from torch import nn
 
-from .checks import check_choice, check_register, check_same_sizes, check_variant
-from .contract import VariantInfo, load_mha_state_dict, mha_state_dict
+from ._layout import QKV, layout_names
+from .checks import (
+    check_choice,
+    check_register,
+    check_same_sizes,
+    check_state,
+    check_variant,
+)
+from .contract import TranslatesLayout, VariantInfo
 from .efficient import (
     FusedQKVMultiHeadAttention,
     SDPAMultiHeadAttention,
@@ -125,6 +144,88 @@ def load_variant(spec: str) -> str:
     return name or class_name.lower()
 
 
+def mha_state_dict(module: nn.Module) -> dict[str, torch.Tensor]:
+    """The weights of any variant, by the chapter's names.
+
+    Book section: Beyond the chapter, Efficient multi-head attention. A class
+    with its own ``mha_state_dict()`` (:class:`~attention.contract.TranslatesLayout`)
+    answers itself; a class in the chapter's layout is read directly.
+
+    Args:
+        module: a registry variant.
+
+    Shape:
+        W_query.weight: ``(d_out, d_in)``, likewise ``W_key`` and ``W_value``
+        out_proj.weight: ``(d_out, d_out)``
+        biases: ``(d_out,)``
+
+    Returns:
+        A dict from names (query, key, value, then ``out_proj``; the query,
+        key and value biases only with ``qkv_bias=True``) to detached views of
+        the weights, not copies.
+
+    Example:
+        >>> mha = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> {name: tuple(t.shape) for name, t in mha_state_dict(mha).items()}
+        {'W_query.weight': (6, 4), 'W_key.weight': (6, 4), 'W_value.weight': (6, 4),
+         'out_proj.weight': (6, 6), 'out_proj.bias': (6,)}
+    """
+    check_variant("module", module)
+    return layout_state(module)
+
+
+def layout_state(module: nn.Module) -> dict[str, torch.Tensor]:
+    """What :func:`mha_state_dict` returns, read without checking ``module``.
+
+    For a caller that has checked ``module`` with
+    :func:`attention.checks.check_variant` already, as :func:`copy_weights`
+    does for both of its modules.
+    """
+    if isinstance(module, TranslatesLayout):
+        return module.mha_state_dict()
+    layers = {name: getattr(module, name) for name in (*QKV, "out_proj")}
+    state = {}
+    for name, layer in layers.items():
+        state[f"{name}.weight"] = layer.weight.detach()
+        if layer.bias is not None:
+            state[f"{name}.bias"] = layer.bias.detach()
+    names = layout_names(qkv_bias=layers["W_query"].bias is not None)
+    return {name: state[name] for name in names if name in state}
+
+
+def load_mha_state_dict(module: nn.Module, state: dict[str, torch.Tensor]) -> None:
+    """Copy weights given by the chapter's names into any variant, in place.
+
+    Book section: Beyond the chapter, Efficient multi-head attention.
+
+    Args:
+        module: the registry variant to write into.
+        state: the output of :func:`mha_state_dict` for a module of the same
+            size.
+
+    Example:
+        >>> a = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> b = MultiHeadAttention(4, 6, 5, 0.0, num_heads=3)
+        >>> load_mha_state_dict(b, mha_state_dict(a))
+        >>> torch.equal(b.W_key.weight, a.W_key.weight)
+        True
+    """
+    check_variant("module", module)
+    if isinstance(module, TranslatesLayout):
+        module.load_mha_state_dict(state)  # the class checks state itself
+        return
+    own = layout_state(module)
+    check_state(state, own)
+    _write(own, state)
+
+
+def _write(own: dict[str, torch.Tensor], state: dict[str, torch.Tensor]) -> None:
+    """Copy ``state`` into ``own``, views of a module's parameters."""
+    with torch.no_grad():
+        for name, weight in own.items():
+            weight.copy_(state[name])  # a view: writes into the parameter
+
+
 def copy_weights(src: nn.Module, dst: nn.Module) -> None:
     """Copy the weights of one multi-head attention module into another.
 
@@ -155,13 +256,18 @@ def copy_weights(src: nn.Module, dst: nn.Module) -> None:
         >>> torch.allclose(sdpa(x), mha(x), atol=1e-6)
         True
     """
+    # Each module is checked once, here; what follows reads them unchecked.
     check_variant("src", src)  # a class without (), a state_dict(), a Linear
     check_variant("dst", dst)
-    state = mha_state_dict(src)
-    target = mha_state_dict(dst)
+    state = layout_state(src)
+    target = layout_state(dst)
     sizes = {
         name: (getattr(src, name, None), getattr(dst, name, None)) for name in _SIZES
     }
     sizes["qkv_bias"] = ("W_query.bias" in state, "W_query.bias" in target)
     check_same_sizes(sizes)
-    load_mha_state_dict(dst, state)
+    if isinstance(dst, TranslatesLayout):
+        dst.load_mha_state_dict(state)  # the class checks state itself
+    else:
+        check_state(state, target)
+        _write(target, state)

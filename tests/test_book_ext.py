@@ -179,7 +179,7 @@ def test_formulas_are_svg_and_each_glyph_is_drawn_once_a_page(en):
 def test_a_page_with_a_live_widget_gets_its_weights_and_scripts(en):
     html = _page(en, "notebook")
     static = Path(en.outdir) / "_static" / "attention-live"
-    assert (static / "demo.json").read_text() == '{"w": [1]}'
+    assert (static / "demo.json").read_text() == '{"kind": "learned"}'
     assert (static / "demo.js").read_text().startswith("(window.attentionLiveData")
     assert "attention-live/demo.js" in html and "attention-live.js" in html
     assert "attention-live.js" not in _page(en)  # only the page with a widget

@@ -8,9 +8,14 @@ from __future__ import annotations
 
 import pytest
 import torch
-from checks import assert_causal_dropout, capture_dropout
+from helpers import assert_causal_dropout, capture_dropout
 
-from attention import CausalAttention, MultiHeadAttention
+from attention import (
+    CausalAttention,
+    MultiHeadAttention,
+    causal_mask,
+    padded_causal_mask,
+)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])
@@ -28,3 +33,11 @@ def test_dropout_acts_on_the_attention_weights(cls: type, p: float) -> None:
     if cls is CausalAttention:  # the output is built from the dropped-out weights
         torch.testing.assert_close(out, dropped @ module.W_value(x))
     assert_causal_dropout(weights, dropped, p)
+
+
+def test_a_mask_for_no_tokens_is_empty_and_a_negative_count_is_refused():
+    # padded_causal_mask builds its triangle with causal_mask, for 0 tokens too.
+    assert causal_mask(0).shape == (0, 0)
+    assert padded_causal_mask(torch.ones(2, 0)).shape == (2, 0, 0)
+    with pytest.raises(ValueError, match="num_tokens"):
+        causal_mask(-1)

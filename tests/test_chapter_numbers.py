@@ -12,7 +12,7 @@ import math
 
 import pytest
 import torch
-from checks import assert_printed, capture_dropout
+from helpers import assert_printed, capture_dropout
 
 from attention import (
     CausalAttention,

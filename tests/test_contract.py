@@ -26,11 +26,12 @@ from functools import partial
 import pytest
 import table
 import torch
-from checks import (
+from helpers import (
     assert_causal,
     assert_dropout_unbiased,
     assert_gradcheck,
     assert_message_names,
+    checks_called,
     reference_multihead,
 )
 from hypothesis import given, settings
@@ -39,8 +40,8 @@ from torch.overrides import TorchFunctionMode
 
 import attention
 from attention import MultiHeadAttention, copy_weights, count_parameters
-from attention.contract import AttentionVariant, load_mha_state_dict, mha_state_dict
-from attention.variants import variant_info
+from attention.contract import AttentionVariant
+from attention.variants import load_mha_state_dict, mha_state_dict, variant_info
 
 CHAPTER_ARGS = ["d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias"]
 
@@ -265,6 +266,14 @@ def test_copy_weights_refuses_another_size(make, dst_args, name: str) -> None:
         with pytest.raises(ValueError) as error:
             copy_weights(src, dst)
         assert_message_names(error.value, (name,), ("src",), ("dst",))
+
+
+def test_copy_weights_checks_each_module_once(make) -> None:
+    # At the door, once: each module's layout is checked once, the state once.
+    src, dst = make(4, 6, 8, 0.0, 3), make(4, 6, 8, 0.0, 3)
+    called = checks_called(lambda: copy_weights(src, dst))
+    assert called.count("check_variant") == 2  # src, then dst
+    assert called.count("check_state") == 1
 
 
 # --- the function: the plain-tensor reference ---------------------------------------

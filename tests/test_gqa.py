@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from checks import chapter_state, reference_multihead
+from helpers import chapter_state, reference_multihead
 
 from attention import (
     GroupedQueryAttention,

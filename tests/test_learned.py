@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from helpers import checks_called
 
 from attention import (
     MultiHeadAttention,
@@ -140,3 +141,45 @@ def test_with_positions_output_i_follows_the_order_before_i(trained):
         with torch.no_grad():
             assert model(reversed_x)[0, i].argmax() == 0  # token 0 is now at i - 1
             assert model(x)[0, i].argmax() == i - 1
+
+
+def test_training_reads_the_token_ids_once_not_at_every_step():
+    # check_token_ids reads the ids' values (min, max), which waits for the
+    # device: once, before the loop. (Each step's layers still check the
+    # shapes of their input, which reads no value.)
+    torch.manual_seed(0)
+    model = TinyAttentionModel(VOCAB_SIZE, 8, CONTEXT_LENGTH, num_heads=2)
+    ids, targets = previous_token_data(8, CONTEXT_LENGTH, VOCAB_SIZE)
+
+    def value_checks(steps):
+        called = checks_called(
+            lambda: train_model(model, ids, targets, steps=steps, batch_size=4)
+        )
+        return called.count("check_token_ids")
+
+    assert value_checks(1) == value_checks(6) == 1
+
+
+def test_forward_called_directly_still_refuses_a_token_id_outside_the_vocabulary():
+    model = TinyAttentionModel(VOCAB_SIZE, 8, CONTEXT_LENGTH, num_heads=2)
+    with pytest.raises(ValueError, match="vocab_size"):
+        model(torch.tensor([[1, VOCAB_SIZE]]))
+    with pytest.raises(ValueError, match="vocab_size"):
+        train_model(
+            model,
+            torch.tensor([[1, VOCAB_SIZE]]),
+            torch.tensor([[1, 2]]),
+            steps=1,
+            batch_size=1,
+        )
+
+
+def test_previous_token_mass_refuses_an_empty_batch_as_its_siblings_do():
+    with pytest.raises(ValueError, match="batch size b of attn_weights"):
+        previous_token_mass(torch.zeros(0, 2, 4, 4))
+    with pytest.raises(ValueError, match="N >= 1"):
+        token_accuracy(
+            TinyAttentionModel(4, 4, 4, num_heads=2),
+            torch.zeros(0, 3).long(),
+            torch.zeros(0, 3).long(),
+        )

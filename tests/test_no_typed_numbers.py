@@ -1,8 +1,14 @@
-"""No timing, speed-up or memory size typed into a page's prose (a measured
-number goes stale; it comes from a cell, ``{glue}`` or the stored run).
+"""No timing, speed-up or memory size typed into a page's prose.
+
+A measured number typed into a sentence goes stale. The book computes it in a
+cell that prints it (from a live measurement, or from the stored run read with
+``attention.bench.stored_run()``), and binds every sentence that characterises
+it to it: the cell words the sentence with ``attention.bench.compare``, or
+states it with ``attention.bench.claim(condition, sentence)``, which fails the
+build when the numbers stop supporting it.
 
 Every ``book/**/*.md`` is read with markdown-it (MyST's parser); code cells and
-blocks, listings, inline code, roles (``{glue:text}``) and math are not prose.
+blocks, listings, inline code, roles (``{doc}`...```) and math are not prose.
 A duration (``482 ms``), a speed-up (``3.6x``, ``2.7 times as long``) or a size
 (``12 GB``) left in the prose fails, unless it is a fact of a format or a spec
 listed in ``ALLOWED`` with its reason. ``typed_numbers``'s doctest is the table
@@ -56,7 +62,7 @@ ALLOWED: dict[tuple[str, str], str] = {
 #: Fenced blocks whose body is code or a listing, never prose.
 _CODE_FENCES = re.compile(
     r"^(?:\{(?:code-cell|code-block|code|sourcecode|literalinclude|pysource"
-    r"|math|raw|eval-rst|glue|doctest|testcode|testoutput|mermaid|graphviz)\}"
+    r"|math|raw|eval-rst|doctest|testcode|testoutput|mermaid|graphviz)\}"
     r"|[\w+-]*)(?:\s|$)"
 )
 _OPTION = re.compile(r"^:[\w-]+:.*$", re.MULTILINE)
@@ -138,7 +144,7 @@ def typed_numbers(markdown: str) -> list[tuple[int, str, str]]:
     (6, 'memory', '12 GiB')
     >>> typed_numbers("A `(64, 64)` tile, 8,192 tokens, 12 heads, 1024 x 1024.")
     []
-    >>> typed_numbers("It took {glue:text}`ms:.0f` ms, $2 s$ in math.")  # glued, math
+    >>> typed_numbers("See {doc}`the 12 ms run <timing>`, $2 s$ in math.")  # role, math
     []
     """
     hits = []
@@ -157,8 +163,11 @@ def test_no_typed_timing_or_size(page):
         if (name, match) not in ALLOWED
     ]
     assert not hits, (
-        f"{name} types measured numbers into its prose; print them from a "
-        "cell, read them from the stored run, or {glue} them:\n" + "\n".join(hits)
+        f"{name} types measured numbers into its prose. Let a cell compute and "
+        "print each one (attention.bench.stored_run() for the stored run), and "
+        "bind each sentence about them: word it with attention.bench.compare, "
+        "or state it with attention.bench.claim(condition, sentence):\n"
+        + "\n".join(hits)
     )
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
-from checks import assert_gradcheck
+from helpers import assert_gradcheck
 
 from attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 

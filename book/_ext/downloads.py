@@ -2,10 +2,10 @@
 
 At ``doctree-read``, the notebook myst-nb saved for the page (``jupyter_execute/
 <page>.ipynb``) becomes the reader's download: its outputs restored from the
-execution cache (in cache mode myst-nb saves it without them), ``glue``
-records and merged streams dropped, its text translated in a translated
-edition (``notebook_i18n``), and a note under the page's title links it with
-the package's wheel and the command that installs both. At
+execution cache (in cache mode myst-nb saves it without them), merged
+streams dropped, its text translated in a translated edition
+(``notebook_i18n``), and a note under the page's title links it with the
+package's wheel and the command that installs both. At
 ``build-finished`` every notebook and the wheel go into one zip
 (:data:`ARCHIVE`), which the front page links with the ``book-file`` role
 beside the ``install-command`` directive. ``make html`` builds the wheel and
@@ -40,11 +40,6 @@ def restore_outputs(notebook, cache_path: str):
         return get_cache(cache_path).merge_match_into_notebook(notebook)[1]
     except KeyError:  # not in the cache: the page was not executed
         return notebook
-
-
-def _is_glue_record(output) -> bool:
-    """An output that ``myst_nb.glue`` stored under a prefixed MIME type."""
-    return bool(output.get("metadata", {}).get("scrapbook", {}).get("mime_prefix"))
 
 
 def _stripped(text: str) -> str:
@@ -101,8 +96,7 @@ def _offer_download(app, doctree) -> None:
         notebook = restore_outputs(notebook, app.config.nb_execution_cache_path)
     for cell in notebook.cells:
         if cell.cell_type == "code":
-            kept = [o for o in cell.outputs if not _is_glue_record(o)]
-            cell.outputs = drop_merged_streams(kept)
+            cell.outputs = drop_merged_streams(cell.outputs)
     if app.config.language not in (None, "", "en"):
         notebook = translate_notebook(notebook, page_catalog(app, docname))
     path.write_text(nbformat.writes(notebook), encoding="utf-8")

@@ -9,8 +9,10 @@
  * The widgets draw from these two functions and nothing else. Numbers are
  * float64; the weights come from window.attentionLiveData (one script per
  * weights file), the heatmaps' colours from the widget's data-colors.
- * Visible words come from the page (a hidden list, translated like the
- * page's text): <li><code>key</code> text</li>.
+ * A widget <div data-attention-live="name ..."> is drawn by the widget of
+ * its first file's declared kind ("learned" or "running-example"). Its
+ * visible words come from the page (a hidden list, translated like the
+ * page's text, with the id "<name>-words"): <li><code>key</code> text</li>.
  */
 (function () {
   "use strict";
@@ -37,7 +39,10 @@
     return m;
   }
   function forward(name, tokenIds) {
-    const { config, state_dict: sd } = model(name);
+    const { kind, config, state_dict: sd } = model(name);
+    if (kind !== "learned") {
+      throw new TypeError(`attentionLive: "${name}" is a ${kind} export, not a learned model`);
+    }
     const T = tokenIds.length;
     if ((config.num_layers ?? 1) !== 1) {
       throw new RangeError(`one attention layer only, got ${config.num_layers}`);
@@ -86,15 +91,16 @@
     node.append(...children);
     return node;
   }
-  function words(root) { // key -> text, from the page's translated list
+  function words(root, name) { // key -> text, from the widget's own translated list
     const found = {};
-    const list = document.querySelector(".attention-live-text");
-    for (const li of list ? list.querySelectorAll("li") : []) {
+    const list = document.getElementById(`${name}-words`);
+    if (!list) throw new Error(`attentionLive: no word list "${name}-words" on the page`);
+    for (const li of list.querySelectorAll("li")) {
       const key = li.querySelector("code").textContent;
       found[key] = li.textContent.replace(key, "").trim();
     }
     const say = (key, fill = {}) => {
-      if (!(key in found)) throw new Error(`attentionLive: no text "${key}" on the page`);
+      if (!(key in found)) throw new Error(`attentionLive: no text "${key}" in "${name}-words"`);
       return found[key].replace(/\{(\w+)\}/g, (_, n) => fill[n]);
     };
     say.colours = root.dataset.colors.split(",");
@@ -167,8 +173,8 @@
 
   // -- Widget 1: the trained models of "Attention that has learned" -------------
   function learnedWidget(root) {
-    const say = words(root);
     const [name, blind] = root.dataset.attentionLive.split(/\s+/);
+    const say = words(root, name);
     const config = model(name).config;
     const ask = say("sequence", { max: config.context_length, vmax: config.vocab_size - 1 });
     const input = el("input", { type: "text", id: id("tokens"), inputmode: "numeric",
@@ -226,9 +232,10 @@
   }
 
   // -- Widget 2: section 3.3's running example ------------------------------------
-  function simpleWidget(root) {
-    const say = words(root);
-    const { config, state_dict: sd } = model(root.dataset.attentionLive);
+  function runningExampleWidget(root) {
+    const name = root.dataset.attentionLive;
+    const say = words(root, name);
+    const { config, state_dict: sd } = model(name);
     const original = sd.inputs.map((r) => r.slice());
     const inputs = sd.inputs.map((r) => r.slice());
     const names = config.words;
@@ -288,12 +295,19 @@
     update();
   }
 
+  // Each export declares its kind (attention.live.export); the kind picks the widget.
+  const WIDGETS = { learned: learnedWidget, "running-example": runningExampleWidget };
+
   window.attentionLive = { forward, simpleAttention, timing: {} };
   const start = () => {
     window.attentionLive.timing.start = performance.now(); // DOM ready
     for (const root of document.querySelectorAll("[data-attention-live]")) {
-      const kind = model(root.dataset.attentionLive.split(/\s+/)[0]).config.words ? simpleWidget : learnedWidget;
-      kind(root);
+      const name = root.dataset.attentionLive.split(/\s+/)[0];
+      const kind = model(name).kind;
+      if (!Object.hasOwn(WIDGETS, kind)) {
+        throw new Error(`attentionLive: "${name}" declares no known kind, got ${kind}`);
+      }
+      WIDGETS[kind](root);
       root.classList.add("al-ready");
     }
   };

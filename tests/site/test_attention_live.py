@@ -3,7 +3,8 @@
 The JavaScript forward pass must equal the package's, computed in float64 on
 the weights the build exported, on random sequences of random lengths; a
 copy with one line wrong must fail that check. Section 3.3's widget must show
-the numbers its page's cells printed. Screenshots of both widgets go to
+the numbers its page's cells printed. Two widgets on one page must each show
+the words of their own list. Screenshots of the widgets go to
 ``$BUILDDIR/screenshots/live/`` when ``SCREENSHOTS=1``.
 """
 
@@ -16,6 +17,7 @@ import re
 import pytest
 import torch
 from axe_playwright_python.sync_playwright import Axe
+from bs4 import BeautifulSoup
 from conftest import CJK, build_dir
 
 from attention import attention_weights, previous_token_data, token_accuracy
@@ -70,11 +72,11 @@ def largest_differences(tab, site, count=60) -> tuple[float, float]:
     return logits_diff, weights_diff
 
 
-def screenshot(tab, name):
+def screenshot(tab, name, widget=WIDGET):
     if os.environ.get("SCREENSHOTS") == "1":
         path = build_dir() / "screenshots" / "live" / f"{name}.png"
         hide = ".bd-header, .bd-header-article, .skip-link { visibility: hidden; }"
-        tab.locator(WIDGET).screenshot(path=path, style=hide)
+        tab.locator(widget).screenshot(path=path, style=hide)
 
 
 def test_js_forward_equals_the_package(chromium, site):
@@ -174,3 +176,65 @@ def test_widget_scripts_fit_the_budget(site):
         size += len(page.soup.select_one(WIDGET)["data-colors"])  # colours
         print(f"\n{site.edition} {rel}: {size} bytes of widget scripts")
         assert size <= BUDGET
+
+
+def page_with_both_widgets(site, folder):
+    """The learned page with section 3.3's widget, its word list and its
+    weights added at the end of its article: a page with two widgets, written
+    to ``folder`` with every script and stylesheet pointing into the site."""
+    learned, chapter = site.page(LEARNED), site.page(CHAPTER)
+    soup = BeautifulSoup(learned.path.read_text("utf-8"), "html.parser")
+    for tag in soup.select("script[src], link[href], img[src]"):
+        attribute = "href" if tag.name == "link" else "src"
+        if "://" not in tag[attribute]:
+            tag[attribute] = learned.resolve(tag[attribute]).as_uri()
+    other = BeautifulSoup(chapter.path.read_text("utf-8"), "html.parser")
+    article = soup.select_one("article.bd-article")
+    article.append(other.select_one(WIDGET))
+    article.append(other.select_one("#running-example-words"))
+    weights = other.select_one("script[src*='attention-live/running-example.js']")
+    weights["src"] = chapter.resolve(weights["src"]).as_uri()
+    soup.select_one("script[src$='/attention-live.js']").insert_before(weights)
+    path = folder / "two-widgets.html"
+    path.write_text(str(soup), "utf-8")
+    return path
+
+
+def own_words(tab, name):
+    """The texts of the word list ``<name>-words`` on the open page, each as a
+    pattern (``dimension {d}`` matches ``dimension 1``)."""
+    script = """id => [...document.getElementById(id).querySelectorAll("li")]
+        .map(li => li.textContent.replace(li.querySelector("code").textContent, ""))"""
+    texts = [" ".join(t.split()) for t in tab.evaluate(script, f"{name}-words")]
+    return [re.compile(re.sub(r"\\\{\w+\\\}", ".+", re.escape(t))) for t in texts]
+
+
+#: The words each widget shows, by the CSS selectors of their elements.
+SHOWN = {
+    "learned": ".al-controls label, button, th, caption",
+    "running-example": "legend, button, .al-slider label, label[for*=token]",
+}
+
+
+def test_each_widget_shows_its_own_words(chromium, site, tmp_path):
+    """Two widgets on one page: every word a widget shows comes from its own
+    list. (Both lists have a ``token`` entry, "token" in one, "Token" in the
+    other: a widget that read the page's first list, or both, shows the other
+    widget's word or fails to start.)"""
+    tab = chromium.new_page(viewport={"width": 1280, "height": 900})
+    errors = []
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.route("http*://**", lambda route: route.abort())
+    tab.goto(page_with_both_widgets(site, tmp_path).as_uri())
+    assert not errors, errors
+    for name, selector in SHOWN.items():
+        widget = tab.locator(f"[data-attention-live^='{name}']")
+        assert "al-ready" in widget.get_attribute("class"), name
+        texts = widget.locator(selector).all_inner_texts()
+        shown = [" ".join(text.split()) for text in texts]
+        assert len(shown) >= 4, (name, shown)
+        patterns = own_words(tab, name)
+        foreign = [t for t in shown if not any(p.fullmatch(t) for p in patterns)]
+        assert not foreign, f"the {name} widget shows words not in its list: {foreign}"
+    chapter_widget = "[data-attention-live=running-example]"
+    screenshot(tab, f"two-widgets-{site.edition}", chapter_widget)

@@ -26,5 +26,5 @@ nb_execution_cache_path = str(_BUILD / "jupyter_cache")  # the Makefile's -D
 (_BUILD / "dist").mkdir(parents=True, exist_ok=True)
 (_BUILD / "dist" / f"attention-{release}-py3-none-any.whl").write_bytes(b"a wheel")
 (_BUILD / "attention-live").mkdir(exist_ok=True)
-(_BUILD / "attention-live" / "demo.json").write_text('{"w": [1]}')
+(_BUILD / "attention-live" / "demo.json").write_text('{"kind": "learned"}')
 html_theme = "basic"  # no theme to load: a faster build

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 
 import torch
 from torch import nn
@@ -159,3 +160,22 @@ def assert_message_names(error: BaseException, *names: tuple[str, ...]) -> None:
         words = "|".join(re.escape(word) for word in spellings)
         found = re.search(rf"(?<!\w)(?:{words})(?!\w)", message, re.IGNORECASE)
         assert found, f"the message does not name {' or '.join(spellings)}: {message}"
+
+
+def checks_called(run) -> list[str]:
+    """The functions of attention/checks.py that ``run()`` calls, one name per call."""
+    import attention.checks
+
+    checks_file = attention.checks.__file__
+    calls = []
+
+    def profile(frame, event, arg):
+        if event == "call" and frame.f_code.co_filename == checks_file:
+            calls.append(frame.f_code.co_name)
+
+    sys.setprofile(profile)
+    try:
+        run()
+    finally:
+        sys.setprofile(None)
+    return calls
