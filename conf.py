@@ -39,22 +39,28 @@ extensions = [
     "site_language",  # the editions side by side: switch, search, title
     "exercise_titles",  # "Exercise 3.1: <title>", in every edition
     "variants_api",  # API entries for attention.VARIANTS
-    "balanced_read",  # -j 2 reading processes share the work
     "live_widgets",  # the trained weights and the live widgets on their pages
     "svgmath",  # formulas drawn as SVG at build time (html_math_renderer)
     "lean_static",  # theme files no page loads (source maps) leave the build
-    "book_pdf",  # make pdf: singlehtml writes html-only nodes too
     "reader_questions",  # "Questions readers ask", from book/_data/questions.yaml
 ]
 pysource_root = package_cache_root = str(ROOT)
+
+# The single page that `make pdf` prints (sphinx-build -b singlehtml -t pdf):
+# its figures numbered, and the nodes only html knows written there too.
+if tags.has("pdf"):  # noqa: F821 (Sphinx gives conf.py its build's tags)
+    extensions.append("singlehtml_nodes")
+    numfig = True
 
 exclude_patterns = ["_build", "**/_build", "locales", "**.ipynb_checkpoints"]
 
 # -- MyST and execution -------------------------------------------------------
 myst_enable_extensions = ["amsmath", "colon_fence", "dollarmath", "deflist"]
 myst_heading_anchors = 3
-# A page's cells run when the cache (one per package digest: package_cache.py)
-# has no outputs for exactly these cells.
+# A page's cells run when the cache has no outputs for exactly these cells.
+# The cache is one folder for both editions, named on the Makefile's line
+# (-D nb_execution_cache_path=<build>/jupyter_cache), and package_cache.py
+# empties it when the package changes.
 nb_execution_mode = "cache"
 nb_execution_raise_on_error = True  # a failing cell fails the build
 nb_execution_timeout = 300
@@ -110,7 +116,9 @@ html_theme_options = {
 # translated in book/locales/<lang>/LC_MESSAGES/sphinx.po.
 templates_path = ["book/_templates"]
 # A named default: with none, the theme logs a console error on a first visit.
-html_context = {"default_mode": "auto"}
+# book_pdf: the PDF the front page links, which `make pdf` puts beside it (the
+# zh_CN edition's name is given on the Makefile's line, -A book_pdf=...).
+html_context = {"default_mode": "auto", "book_pdf": "book.pdf"}
 # Formulas are SVG drawn at build time (svgmath.py): no MathJax, no network.
 html_static_path = ["book/_static"]
 html_math_renderer = "svgmath"

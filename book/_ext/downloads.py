@@ -62,9 +62,10 @@ def drop_merged_streams(outputs: list) -> list:
 
 
 def saved_notebook(app, docname: str) -> Path:
-    """Where myst-nb saved the page's notebook: next to the output folder, and
-    no option moves it (MyST-NB issue 129)."""
-    return Path(app.env.mystnb_config.output_folder, f"{docname}.ipynb")
+    """Where myst-nb saved the page's notebook: in ``jupyter_execute`` next to
+    the output folder, which no option moves (MyST-NB issue 129). If it ever
+    moves, no page offers its notebook and ``tests/test_book_ext.py`` fails."""
+    return Path(app.outdir).parent / "jupyter_execute" / f"{docname}.ipynb"
 
 
 def dist_files(env) -> dict[str, Path]:

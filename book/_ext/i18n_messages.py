@@ -79,9 +79,12 @@ def _own_nodes(app, doctree: nodes.document) -> None:
     the page's settings, and the nodes it moves into the page keep a
     reference to it. Pickled with the page, that document took the build
     environment along in its settings: 600 kB in every translated doctree.
+    A node's ``document`` is its own reference, else its parent's; nodes
+    come parents first, so a moved node is pointed at the page before its
+    children are asked.
     """
     for node in doctree.findall():
-        if getattr(node, "_document", None) not in (None, doctree):
+        if node.document is not doctree:
             node.document = doctree
 
 

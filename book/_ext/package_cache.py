@@ -2,19 +2,26 @@
 
 jupyter-cache hashes only a notebook's cells, and Sphinx reads again only
 changed pages, so an edit of the ``attention`` package would leave old
-outputs. So myst-nb's execution cache is one folder beside the doctrees,
-shared by both editions, that belongs to one SHA-256 of the package (another
-digest empties it); and a page whose code cells import the package depends
-on the package's files (``env.note_dependency``), so it is read and executed
-again when one changes.
+outputs. Two things prevent it. A page whose code cells import the package
+depends on the package's files (``env.note_dependency``), so it is read and
+executed again when one changes. And myst-nb's execution cache, one folder
+for both editions that the Makefile names (``-D nb_execution_cache_path=``),
+belongs to one SHA-256 of the package: when a build starts, another digest
+empties it (the setting itself is left as it was given).
 
-The two reading processes of ``-j 2`` both write to that cache, and
-jupyter-cache 1.0.1 is not safe for it: after caching a notebook it lists the
-records to keep, then all records, and removes those not kept. A record the
-other process adds between the two queries is removed, its files not yet
-written ("Notebook file does not exist for cache record"), and the build
-fails; it failed two clean builds of the book in one day. So one process at a
-time caches a notebook.
+One process at a time writes to that cache. The two reading processes of
+``-j 2`` both cache notebooks, and jupyter-cache 1.0.1 is not safe for it:
+after caching a notebook it lists the records to keep, then all records,
+and removes those not kept. A record the other process adds between the two
+queries is removed, its files not yet written ("Notebook file does not exist
+for cache record"), and the build fails; it failed two clean builds of the
+book in one day. jupyter-cache has no setting or hook for it (its parallel
+execution is still to come: executablebooks/jupyter-cache#37), so
+:func:`setup` wraps that one method in a file lock when Sphinx loads this
+extension, not when the module is imported. It is the book's one patch of
+another package; ``tests/test_book_ext.py`` has its canary, which fails when
+jupyter-cache's truncation changes (then see whether the lock is still
+needed).
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ from jupyter_cache.cache.main import JupyterCacheBase
 from markdown_it.renderer import RendererHTML
 from myst_parser.config.main import MdParserConfig
 from myst_parser.parsers.mdit import create_md_parser
+from sphinx.errors import ExtensionError
 
 PACKAGE = "attention"
 
@@ -62,11 +70,8 @@ def markdown():
     return create_md_parser(config, RendererHTML)
 
 
-@functools.lru_cache(maxsize=64)
 def fences(source: str) -> tuple[tuple[str, str], ...]:
-    """``(info, content)`` of each fenced block of a page, parsed once a
-    process: ``balanced_read`` reads every page before ``-j 2`` forks the
-    readers, which find them here for :func:`imports_package`."""
+    """``(info, content)`` of each fenced block of a page."""
     return tuple(
         (t.info, t.content) for t in markdown().parse(source) if t.type == "fence"
     )
@@ -93,16 +98,10 @@ def imports_package(source: str) -> bool:
     return False
 
 
-def _cache_per_package_digest(app, config) -> None:
-    """One execution cache, next to the build's doctrees, for one package digest.
-
-    The folder keeps its name (a changed config value would make Sphinx read
-    every page again). Its database is made here, before ``-j 2`` forks two
-    readers that would both create its tables.
-    """
-    digest = package_digest(Path(config.package_cache_root))
-    cache = Path(app.doctreedir).parent / "jupyter_cache"
-    config.nb_execution_cache_path = str(cache)
+def start_cache(cache: Path, digest: str) -> None:
+    """Empty ``cache`` if it holds outputs of another package ``digest``, and
+    make its database now, before ``-j 2`` forks two readers that would both
+    create its tables."""
     stamp = cache / "package-digest.txt"
     if stamp.is_file() and stamp.read_text() != digest:
         shutil.rmtree(cache)
@@ -111,7 +110,17 @@ def _cache_per_package_digest(app, config) -> None:
     get_cache(str(cache)).list_cache_records()
 
 
-def _one_writer_at_a_time(write):
+def _start_cache(app) -> None:
+    folder = app.config.nb_execution_cache_path
+    if not folder:
+        raise ExtensionError(
+            "package_cache needs nb_execution_cache_path, one folder for every "
+            "edition (the Makefile gives it with -D); it got none"
+        )
+    start_cache(Path(folder), package_digest(Path(app.config.package_cache_root)))
+
+
+def one_writer_at_a_time(write):
     """``write`` (``cache_notebook_bundle``) under a lock on the cache's folder."""
 
     @functools.wraps(write)
@@ -120,12 +129,8 @@ def _one_writer_at_a_time(write):
             fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
             return write(cache, *args, **kwargs)
 
+    locked.one_writer_at_a_time = True
     return locked
-
-
-JupyterCacheBase.cache_notebook_bundle = _one_writer_at_a_time(
-    JupyterCacheBase.cache_notebook_bundle
-)
 
 
 def _depend_on_package(app, docname, source) -> None:
@@ -137,6 +142,9 @@ def _depend_on_package(app, docname, source) -> None:
 def setup(app):
     app.setup_extension("myst_nb")
     app.add_config_value("package_cache_root", str(Path.cwd()), "env", str)
-    app.connect("config-inited", _cache_per_package_digest)
+    write = JupyterCacheBase.cache_notebook_bundle
+    if not getattr(write, "one_writer_at_a_time", False):  # once a process
+        JupyterCacheBase.cache_notebook_bundle = one_writer_at_a_time(write)
+    app.connect("builder-inited", _start_cache)
     app.connect("source-read", _depend_on_package)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -19,12 +19,19 @@ and caches exactly what it did before (``make repro`` compares the outputs).
 
 The launcher stays in between, since the kernel manager signals and waits for
 the process it started: it forwards signals to the kernel and exits when the
-kernel does, and the kernel exits if the launcher is killed. A launcher that
-comes while the warm process still imports waits for it. If it finds no warm
-process, or one that can't fork safely (it has a thread, which the child
+kernel does, and the kernel exits if the launcher is killed. If it finds no
+warm process (not yet: the warm process listens only once it has imported
+torch), or one that can't fork safely (it has a thread, which the child
 would lack), it becomes ``ipykernel_launcher`` itself. Off Linux,
 ``warm.py`` just runs the command. Outside the build nothing changes: a
 notebook run by hand gets the usual kernel.
+
+A launcher never waits for the imports. The kernel manager picks its
+kernel's TCP ports before it starts the launcher, and any other process may
+take one of them until the kernel binds it: a launcher that waited seconds
+for the imports lost that race on CI, when two builds ran at once (the
+stale test's). So the build's first kernels start cold, as they would
+without warm.py.
 """
 
 from __future__ import annotations
@@ -162,21 +169,17 @@ def run(command: list[str]) -> int:
         paths = [folder, os.environ.get("JUPYTER_PATH", "")]
         os.environ["JUPYTER_PATH"] = os.pathsep.join(filter(None, paths))
         os.environ[SOCKET] = path = os.path.join(folder, "socket")
-        # Listening before the imports: the command's first kernels come while
-        # they run (both take about three seconds), and a launcher that waits
-        # a fraction of a second for them beats a kernel that imports torch
-        # again. Its kernel's ports, which the kernel manager picked before it
-        # started the launcher, stay free meanwhile about as long as a new
-        # ipykernel_launcher would take to bind them.
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        server.bind(path)
-        server.listen(8)
-        server.settimeout(0.2)
         proc = subprocess.Popen(command)
         try:
             os.environ.setdefault("MPLBACKEND", INLINE)
             for name in PRELOAD:  # while the command starts up
                 __import__(name)
+            # Only now (see the module's docstring): a launcher that finds
+            # no socket starts its kernel at once, as usual.
+            server = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+            server.bind(path)
+            server.listen(8)
+            server.settimeout(0.2)
             later = list(LATER)
             while proc.poll() is None:
                 kernels -= {pid for pid in kernels if os.waitpid(pid, os.WNOHANG)[0]}

@@ -428,7 +428,7 @@ def all_visits() -> dict[str, list[Visit]]:
     """Both editions, visited at the same time when this process has two
     cores to itself (conftest.cores_per_worker): edition -> visits. The whole
     site is served, as a host would serve it: the 简体中文 pages load the
-    English edition's copy of the assets the two share (book/_ext/share_assets.py)."""
+    English edition's copy of the assets the two share (tools/share_assets.py)."""
     sites = [load_site(edition) for edition in EDITION_FOLDERS]
 
     def visit(site):

@@ -58,7 +58,8 @@ def test_the_catalogs_hold_every_message_of_the_english_pages(tmp_path):
     command = [
         str(python if python.exists() else sys.executable), "-m", "sphinx",
         "-b", "gettext", "-c", ".", "-q",
-        # doctrees inside the build folder: conf.py then finds its cache
+        # the build's execution cache, named as the Makefile names it
+        "-D", f"nb_execution_cache_path={build_dir().resolve() / 'jupyter_cache'}",
         "-d", str(build_dir() / "doctrees-gettext-check"),
         "book", str(tmp_path / "gettext"),
     ]  # fmt: skip

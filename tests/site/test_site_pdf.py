@@ -7,7 +7,7 @@ numbered with their captions, every line of code and output of the
 single-page build it was printed from can be read on its pages (none cut at
 the right edge), and the Chinese one draws every Chinese character in a CJK
 font (no U+FFFD, no empty boxes) and its text says 一, not the radical ⼀ that
-shares the glyph (``book_pdf.radical_fixes``).
+shares the glyph (``print_pdf.radical_fixes``).
 """
 
 from __future__ import annotations
@@ -231,7 +231,7 @@ def test_the_site_fits_its_budget_on_disk(english):
 
 
 def test_no_chinese_page_loads_its_own_copy_of_an_english_asset(english):
-    """book/_ext/share_assets.py: a theme file, figure or page source the zh_CN
+    """tools/share_assets.py: a theme file, figure or page source the zh_CN
     pages load or link is the English edition's, when the two are the same
     bytes (the sources always are: one Markdown file for both editions)."""
     zh = english.html / "zh_CN"

@@ -27,9 +27,12 @@ pytestmark = pytest.mark.slow
 
 PYTHON = ROOT / ".venv" / "bin" / "python"
 # The Makefile's commands: sphinx-build -b html -c . -d <doctrees> -n -W
-# --keep-going -j 2, for English (under book/_kernel/warm.py) and then for the
-# Chinese edition, with one torch thread per kernel.
+# --keep-going -j 2 with one execution cache for both editions, for English
+# (under book/_kernel/warm.py) and then for the Chinese edition, with one
+# torch thread per kernel. (The Makefile names the cache with an absolute
+# path; here every command runs in the project's folder.)
 OPTIONS = ["-n", "-W", "--keep-going", "-j", "2"]
+OPTIONS += ["-D", "nb_execution_cache_path=_build/jupyter_cache"]
 SPHINX = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees"]
 SPHINX += [*OPTIONS, "book", "_build/html"]
 SPHINX_ZH = ["-m", "sphinx", "-b", "html", "-c", ".", "-d", "_build/doctrees-zh_CN"]
@@ -224,7 +227,8 @@ def test_editing_prose_uses_the_cached_notebook(builds):
 def test_prints_are_neither_cut_nor_repeated(builds):
     """A slow print stays on one line, and the download has it once.
 
-    See book/_ext/notebooks.py.
+    myst-nb merges the streams (``nb_merge_streams``) and
+    ``drop_merged_streams`` in book/_ext/downloads.py keeps them once.
     """
     for name in ("clean", "twin"):
         notebook = json.loads((builds[name].outputs / "no-package.ipynb").read_text())

@@ -1,4 +1,4 @@
-"""Print the book to one PDF: ``book_pdf.py <singlehtml> <pdf> <cjk font>``.
+"""Print the book to one PDF: ``print_pdf.py <singlehtml> <pdf> <cjk font>``.
 
 ``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
 page in reading order, numbered figures, the same execution cache); this
@@ -10,11 +10,9 @@ bookmarks, the book's title as the running header. Not LaTeX: xelatex with
 xeCJK needs 400-640 MB of TeX, while Chromium is installed and the formulas
 are already SVG (``svgmath``).
 
-As a Sphinx extension it repairs one thing: sphinx-exercise registers nodes
-for the ``singlehtml`` builder by name, and then Sphinx stops looking under
-its format (``html``), so myst-nb's and the book's html-only nodes fail. At
-``builder-inited`` the singlehtml builder gets every html handler it lacks
-(through ``app.registry``: Sphinx has no public call to list them).
+A script, not a Sphinx extension: no build imports playwright or pikepdf.
+The singlehtml build it prints loads ``book/_ext/singlehtml_nodes.py``
+(``-t pdf``), so that it writes the html-only nodes too.
 """
 
 from __future__ import annotations
@@ -189,20 +187,6 @@ def _local_only(route):
         route.continue_()
     else:
         route.abort("blockedbyclient")
-
-
-def _share_html_handlers(app) -> None:
-    if app.builder.name != "singlehtml":
-        return
-    handlers = app.registry.translation_handlers
-    single = handlers.setdefault("singlehtml", {})
-    for name, pair in handlers.get("html", {}).items():
-        single.setdefault(name, pair)
-
-
-def setup(app):
-    app.connect("builder-inited", _share_html_handlers)
-    return {"version": "1.0", "parallel_read_safe": True, "parallel_write_safe": True}
 
 
 if __name__ == "__main__":
