@@ -81,7 +81,9 @@ html_search_options = {"dict": str(ROOT / "book/locales/zh_CN/search-terms.txt")
 # -- API reference ------------------------------------------------------------
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-autodoc_default_options = {"members": False}
+# No autodoc_default_options: a "members" default there (even False) makes
+# Sphinx 9.0 ignore a directive's own ":members: name, ..." (sphinx-doc/sphinx
+# issue 9709), and the API page lists chosen members that way.
 autodoc_inherit_docstrings = False
 napoleon_numpy_docstring = False
 napoleon_custom_sections = [("Shape", "params_style")]

@@ -58,7 +58,7 @@ class KVCache:
 
     @property
     def lengths(self) -> tuple[int, ...]:
-        """How many tokens each layer has cached, read-only: ``(T_all, ...)``.
+        """The number of tokens each layer has cached, ``(T_all, ...)``, read-only.
 
         What a loop over layers and steps reads, where :meth:`num_tokens`
         would check its ``layer`` at every call.
