@@ -273,7 +273,11 @@ def test_copy_weights_checks_each_module_once(make) -> None:
     src, dst = make(4, 6, 8, 0.0, 3), make(4, 6, 8, 0.0, 3)
     called = checks_called(lambda: copy_weights(src, dst))
     assert called.count("check_variant") == 2  # src, then dst
-    assert called.count("check_state") == 1
+    state_checks = called.count("check_state")
+    if type(dst).__module__.startswith("attention."):
+        assert state_checks == 1  # by copy_weights or the class's own loader
+    else:  # a class from outside the package checks the state its own way
+        assert state_checks <= 1
 
 
 # --- the function: the plain-tensor reference ---------------------------------------

@@ -152,7 +152,15 @@ def test_no_page_shows_a_traceback(site):
     """
     problems = []
     for page in site.pages:
-        if "Traceback (most recent call last)" in page.article.get_text():
+        # Not errors: the package's source (viewcode's pages) and the doctests of
+        # its docstrings on the API page, which show a refusal on purpose and
+        # which `make unit` runs, so their tracebacks are the real ones.
+        if page.docname.startswith("_modules/"):
+            continue
+        text = page.article.get_text()
+        for doctest in page.article.select("div.doctest"):
+            text = text.replace(doctest.get_text(), "")
+        if "Traceback (most recent call last)" in text:
             problems.append(f"{page.docname}: 'Traceback (most recent call last)'")
         for block in page.article.select("div.output.traceback, div.output.error"):
             cell = block.find_parent("div", class_="cell")
