@@ -373,7 +373,7 @@ def test_the_source_archive_holds_what_its_tests_import(unpacked_sdist):
     assert len(shipped) >= 10, f"the archive ships {len(shipped)} test files"
     needed = {"conftest", "outside_variant"}
     needed |= {name for test in shipped for name in _local_imports(test)}
-    assert {"table", "checks"} <= needed, needed  # what the pages send readers to
+    assert {"table", "helpers"} <= needed, needed  # what the pages send readers to
     missing = sorted(n for n in needed if not (tests / f"{n}.py").is_file())
     assert not missing, f"{SDIST} lacks tests/{missing} that its tests import"
 
