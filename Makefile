@@ -35,8 +35,8 @@ SPHINX := env $(KERNEL_ENV) $(BIN)/python -m sphinx -c . \
 	-D nb_execution_cache_path=$(CACHE) $(SPHINXOPTS)
 # The English edition executes the pages: `$(WARM) $(SPHINX) ...` forks its
 # kernels from a process that has imported torch once (book/_kernel/warm.py).
-# That saves a third of a clean `make html` (73.5 s -> 48.7 s, medians of 3
-# alternating rounds on the 2-core machine, 2026-11-28).
+# That saves a fifth of a clean `make html` (88.5 s -> 69.9 s, medians of 3
+# alternating rounds on a quiet 2-core machine, 2026-11-28).
 WARM := env $(KERNEL_ENV) $(BIN)/python book/_kernel/warm.py
 
 # The site: the English edition in $(SITE), the 简体中文 edition in
