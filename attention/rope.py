@@ -23,23 +23,34 @@ the input's dtype: position ``m`` times a frequency, multiplied in float32,
 loses the low bits of ``m`` (about 5e-4 rad at position 8,000).
 :func:`rope_angles` can compute them either way, to show the difference.
 
-The five mistakes of RoPE generation, and where this package guards each
-(``tests/test_rope.py`` makes each a one-line mutant of this package and
-names the test that catches it; a page can show them with public calls):
+The five mistakes of RoPE generation, and where this package avoids each.
+``tests/test_rope.py`` writes each as a one-line mutant of a copy of the
+package and names the test that catches it; a page can show them with
+public calls (the last item of each):
 
-1. A cache position used as the position id of a left-padded row: positions
-   come from :func:`attention.kv_cache.new_position_ids`, which counts each
-   row's real tokens (``decode_step(..., position_ids=...)`` lets a page
-   pass the wrong ones on purpose).
-2. Cached keys rotated a second time: :func:`attention.kv_cache.attend_cached`
-   rotates the new keys once, before the cache keeps them (a page can turn
-   ``cache.keys[i]`` again with :func:`apply_rope`).
-3. An offset that counts the rows a cache kept instead of the positions a
-   row has seen: ``new_position_ids`` counts the real tokens before ``start``.
-4. A negative offset at prefill: ``decode_step`` and :func:`apply_rope`
-   refuse negative positions at the door; inside, positions count from 0.
+1. A cache position used as the position id of a left-padded row.
+   :func:`attention.kv_cache.new_position_ids` counts each row's real
+   tokens. Counting the pads in every call only shifts a row, which RoPE
+   does not see; it breaks once the prefill counts them and the steps do
+   not. Show it: ``decode_step(model, ids, cache, mask,
+   position_ids=torch.arange(P))`` at the prefill, then a default step.
+2. Cached keys rotated a second time. :func:`attention.kv_cache.attend_cached`
+   rotates the new keys once, before the cache keeps them. Show it:
+   ``cache.keys[i] = apply_rope(cache.keys[i], torch.arange(P))``, then a step.
+3. An offset that counts the rows a cache kept (pads included) instead of
+   the positions a row has seen. ``new_position_ids`` counts a row's real
+   tokens before ``start``. Show it: ``position_ids=start + torch.arange(n)``
+   at a step of a left-padded batch.
+4. A negative offset at prefill: positions counted back from the end of a
+   cache that does not hold the new keys yet (``start - T_new``, so
+   ``-P`` at prefill). The prefill alone is only shifted; the next step
+   then sits ``P`` positions from the prompt's last token. The package
+   counts from ``start``, and :func:`apply_rope` and ``decode_step`` refuse
+   negative positions with a ``ValueError``. Show it: ``position_ids=
+   torch.arange(-P, 0)`` raises.
 5. Two layouts mixed between a checkpoint and the loader:
-   :func:`rope_layout_state_dict` permutes the query and key rows.
+   :func:`rope_layout_state_dict` reorders the query and key rows. Show it:
+   load a checkpoint of one layout into a model of the other without it.
 """
 
 from __future__ import annotations
