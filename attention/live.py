@@ -18,8 +18,8 @@ trained one.
 
 Only the build writes these files. A page's cell calls :func:`save_exports`
 wherever it runs, and the function writes only when ``$ATTENTION_LIVE_DIR``
-names a folder, as the Makefile's HTML builds do: a reader who runs the
-page's notebook, or ``make update-po``, gets no file.
+names a folder, as the Makefile's Sphinx commands do: a reader who runs
+the page's notebook gets no file.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .learned import TinyAttentionModel
 
 #: Where :func:`save_exports` writes when no folder is given: the Makefile sets
 #: it for its HTML builds, and book/_ext/live_widgets.py reads the files there.
-#: Unset (a reader's notebook, a gettext build), nothing is written.
+#: Unset (a reader's notebook), nothing is written.
 FOLDER_VARIABLE = "ATTENTION_LIVE_DIR"
 
 #: The kinds of export, each drawn by its own widget in attention-live.js.
