@@ -26,6 +26,10 @@ One module per idea of the chapter:
 - :mod:`attention.generation`: greedy generation, with and without the cache (beyond)
 - :mod:`attention.gqa`: grouped-query and multi-query attention (beyond the
   chapter)
+- :mod:`attention.rope`: rotary position embeddings, ``apply_rope`` and
+  ``RotaryMultiHeadAttention`` (beyond the chapter)
+- :mod:`attention.extrapolation`: what positions buy: learned, rotary and no
+  positions trained, then scored past their training length (beyond)
 """
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
@@ -37,6 +41,7 @@ from .efficient import (
     SDPAMultiHeadAttention,
     TorchMultiHeadAttention,
 )
+from .extrapolation import accuracy_by_length
 from .flash import (
     FlashAttentionFunction,
     FlashMultiHeadAttention,
@@ -79,6 +84,13 @@ from .padding import (
     pad_sequences,
     padded_causal_mask,
 )
+from .rope import (
+    RotaryMultiHeadAttention,
+    apply_rope,
+    rope_angles,
+    rope_layout_state_dict,
+    rope_permutation,
+)
 from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_sum
 from .variants import VARIANTS, copy_weights, register
@@ -96,12 +108,15 @@ __all__ = [
     "MultiHeadAttention",
     "MultiHeadAttentionWrapper",
     "PaddedMultiHeadAttention",
+    "RotaryMultiHeadAttention",
     "SDPAMultiHeadAttention",
     "SelfAttention_v1",
     "SelfAttention_v2",
     "TinyAttentionModel",
     "TorchMultiHeadAttention",
     "VariantInfo",
+    "accuracy_by_length",
+    "apply_rope",
     "attention_over_key_tiles",
     "attention_weights",
     "backward_delta",
@@ -132,6 +147,9 @@ __all__ = [
     "register",
     "renormalize_masked",
     "repeat_kv",
+    "rope_angles",
+    "rope_layout_state_dict",
+    "rope_permutation",
     "simple_self_attention",
     "softmax_backward",
     "softmax_three_pass",

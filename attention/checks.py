@@ -379,12 +379,14 @@ def check_decode(
     max_new_tokens=None,
     attention_mask=None,
     *,
+    position_ids=None,
     cache_type: type | None = None,
 ):
     """The one check of generation: a ``Decoder`` model and a prompt that fits.
 
     ``cache``, if any, must be a ``cache_type`` (generation passes
-    :class:`~attention.KVCache`).
+    :class:`~attention.KVCache`); ``position_ids``, if any, one per new token,
+    within the model's ``context_length``.
     """
     check_module("model", model, Decoder)
     for i, layer in enumerate(model.layers):
@@ -403,6 +405,14 @@ def check_decode(
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
     _room("token_ids", ids.shape[1], model.context_length, held, fed)
+    if position_ids is not None:
+        check_position_ids(position_ids, ids.shape[1], ids.shape[0], ids.device)
+        table = getattr(model, "pos_emb", None)  # learned positions: a table
+        if table is not None and position_ids.numel() and not position_ids.is_meta:
+            high = position_ids.max().item()
+            if high >= table.num_embeddings:
+                expected = f"be below the {table.num_embeddings} rows of model.pos_emb"
+                raise ValueError(_must("position_ids", expected, high))
     if attention_mask is None:
         return
     check_attention_mask(attention_mask, ids, held)
@@ -597,3 +607,118 @@ def check_same_sizes(sizes: dict[str, tuple[object, object]]) -> None:
             raise ValueError(
                 _must("src and dst", f"have the same {name}", f"{a} and {b}")
             )
+
+
+def check_even(name: str, value: int, why: str) -> None:
+    """Raise unless ``value`` is an even integer of at least 2 (``why`` says why)."""
+    check_integer(name, value, smallest=2)
+    if value % 2:
+        raise ValueError(_must(name, f"be even ({why})", value))
+
+
+def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) -> None:
+    """Raise unless ``position_ids`` are ``(T,)`` or ``(b, T)`` integers >= 0.
+
+    ``num_tokens`` fixes ``T``; ``rows`` is the batch size a ``(b, T)`` tensor
+    must have (``None``: one row for every sequence only).
+    """
+    name = "position_ids"
+    check_tensor(name, position_ids)
+    dtype = position_ids.dtype
+    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+        got = f"{dtype}; convert them first: {name}.long()"
+        raise ValueError(_must(name, "be integer positions (torch.long)", got))
+    shape = tuple(position_ids.shape)
+    expected = "have the shape (T,)"
+    if rows is not None:
+        expected += f" or (b, T) with b = {rows}"
+    if num_tokens is not None:
+        expected += f", T = {num_tokens} tokens"
+    ok = position_ids.dim() == 1 or (rows is not None and position_ids.dim() == 2)
+    ok = ok and (num_tokens is None or shape[-1] == num_tokens)
+    ok = ok and (position_ids.dim() == 1 or shape[0] == rows)
+    if not ok:
+        raise ValueError(_must(name, expected, shape))
+    if device is not None and position_ids.device != device:
+        raise ValueError(_must(name, f"be on {device} like x", position_ids.device))
+    if position_ids.is_meta or not position_ids.numel():
+        return  # no values to read
+    low = position_ids.min().item()
+    if low < 0:
+        expected = "be at least 0 (a position counts the tokens before it)"
+        raise ValueError(_must(name, expected, f"{low}"))
+
+
+def check_rope(x, position_ids, base, layout) -> None:
+    """The one check of :func:`~attention.apply_rope`: ``x`` ``(..., T, head_dim)``
+    with an even ``head_dim``, and its ``position_ids``."""
+    check_floats(("x", x))
+    if x.dim() < 2:
+        expected = "have at least 2 dimensions (..., T, head_dim)"
+        raise ValueError(_must("x", expected, tuple(x.shape)))
+    check_even("head_dim", x.shape[-1], "RoPE turns pairs of features")
+    rows = x.shape[0] if x.dim() >= 3 else None  # a batch: a row of positions each
+    check_position_ids(position_ids, x.shape[-2], rows, x.device)
+    check_number("base", base)
+    check_choice("layout", layout, ["half", "interleaved"])
+
+
+def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
+    """The one check of :func:`~attention.rope_angles`."""
+    check_even("head_dim", head_dim, "RoPE turns pairs of features")
+    check_tensor("position_ids", position_ids)
+    rows = position_ids.shape[0] if position_ids.dim() == 2 else None
+    check_position_ids(position_ids, rows=rows)
+    check_number("base", base)
+    if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
+        expected = "be a floating-point torch.dtype such as torch.float64"
+        raise ArgumentTypeError(_must("dtype", expected, _got(dtype)))
+
+
+def check_state_layout(state: object, num_heads: int) -> list[str]:
+    """Raise unless ``state`` has query and key rows to reorder per head;
+    return their names (``...W_query.weight``, ``...W_key.bias``, ...)."""
+    if not isinstance(state, dict) or not all(
+        isinstance(t, torch.Tensor) for t in state.values()
+    ):
+        expected = "be a dict from parameter names to tensors (a state_dict())"
+        raise ArgumentTypeError(_must("state", expected, _got(state)))
+    check_integer("num_heads", num_heads, smallest=1)
+    ends = tuple(f"{name}.{part}" for name in QKV[:2] for part in ("weight", "bias"))
+    names = [n for n in state if n.endswith(ends)]
+    if not names:
+        expected = "hold W_query and W_key weights (a RoPE model's state_dict())"
+        raise ValueError(_must("state", expected, _got(sorted(state)[:4])))
+    for name in names:
+        rows = state[name].shape[0] if state[name].dim() else 0
+        if rows % num_heads or (rows // num_heads) % 2:
+            expected = f"have num_heads={num_heads} heads of an even head_dim"
+            raise ValueError(_must(f"state[{name!r}]", expected, f"{rows} rows"))
+    return names
+
+
+def check_positions(positions: object, use_positions: object = None) -> str:
+    """The kind of positions of a ``TinyAttentionModel``, from ``positions`` or
+    its older spelling ``use_positions`` (``True`` learned, ``False`` none)."""
+    kinds = ["learned", "rope", "none"]
+    if use_positions is not None:
+        check_flag("use_positions", use_positions)
+        spelled = "learned" if use_positions else "none"
+        if positions not in ("learned", spelled):  # "learned" is the default
+            got = f"positions={positions!r} and use_positions={use_positions}"
+            raise ValueError(_must("positions", "not contradict use_positions", got))
+        return spelled
+    if isinstance(positions, bool):
+        expected = f"be one of {kinds} (use_positions={positions} is the old spelling)"
+        raise ArgumentTypeError(_must("positions", expected, positions))
+    check_choice("positions", positions, kinds)
+    return positions
+
+
+def check_multiples(multiples: object) -> None:
+    """Raise unless ``multiples`` is a non-empty tuple of integers >= 1."""
+    if not isinstance(multiples, tuple) or not multiples:
+        expected = "be a non-empty tuple of integers such as (1, 2, 4)"
+        raise ArgumentTypeError(_must("multiples", expected, _got(multiples)))
+    for m in multiples:
+        check_integer("each of multiples", m, smallest=1)

@@ -102,7 +102,10 @@ class SeparateProjections(Protocol):
     :class:`~attention.MultiHeadAttention` and
     :class:`~attention.GroupedQueryAttention` are such layers: the cache
     calls their projections one by one and slices their causal ``mask``.
-    A grouped layer also has ``num_kv_heads`` (``num_heads`` when absent).
+    A grouped layer also has ``num_kv_heads`` (``num_heads`` when absent); a
+    rotary layer (:class:`~attention.RotaryMultiHeadAttention`) also has
+    ``rotate(t, position_ids)``, which the cache calls on the new queries
+    and keys.
     """
 
     d_in: int

@@ -25,7 +25,7 @@ import torch
 
 from .checks import check_decode
 from .contract import Decoder
-from .kv_cache import KVCache, attend_cached
+from .kv_cache import KVCache, attend_cached, new_position_ids
 
 
 def decode_step(
@@ -33,6 +33,8 @@ def decode_step(
     token_ids: torch.Tensor,
     cache: KVCache,
     attention_mask: torch.Tensor | None = None,
+    *,
+    position_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Run ``model`` on new tokens only, with the earlier ones in ``cache``.
 
@@ -51,10 +53,17 @@ def decode_step(
         attention_mask: for a left-padded batch, 1 for a real token and 0
             for a pad, over the cached tokens and the new ones. Default: no
             padding.
+        position_ids: the new tokens' positions, integers >= 0, for the
+            position table or the rotations. Default: each row's real
+            tokens counted, after those it has seen
+            (:func:`~attention.kv_cache.new_position_ids`). Give them only to
+            see what other positions do, e.g. the mistakes of the rotary
+            page: the default is what makes a row equal itself alone.
 
     Shape:
         token_ids: ``(b, T_new)``
         attention_mask: ``(b, T_all)``
+        position_ids: ``(T_new,)`` or ``(b, T_new)``
         Output: ``(b, T_new, V)``
 
     Returns:
@@ -72,9 +81,14 @@ def decode_step(
         True
     """
     check_decode(
-        model, token_ids, cache, attention_mask=attention_mask, cache_type=KVCache
+        model,
+        token_ids,
+        cache,
+        attention_mask=attention_mask,
+        position_ids=position_ids,
+        cache_type=KVCache,
     )
-    return decode_cached(model, token_ids, cache, attention_mask)
+    return decode_cached(model, token_ids, cache, attention_mask, position_ids)
 
 
 def decode_cached(
@@ -82,6 +96,7 @@ def decode_cached(
     token_ids: torch.Tensor,
     cache: KVCache | None,
     attention_mask: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """:func:`~attention.decode_step` after the door: what each new token costs.
 
@@ -90,15 +105,17 @@ def decode_cached(
     it. With ``cache=None`` the tokens are the whole sequence: the pass
     without a cache.
     """
-    start = 0 if cache is None else cache.lengths[0]
-    num_new = token_ids.shape[1]
-    if attention_mask is None:  # positions start, start + 1, ...: (T_new,)
-        positions = torch.arange(start, start + num_new, device=token_ids.device)
-    else:  # a row's position counts its real tokens: (b, T_all) -> (b, T_new)
-        positions = (attention_mask.cumsum(dim=1) - 1).clamp(min=0)[:, start:]
-    x = model.embed(token_ids, positions)  # (b, T_new) -> (b, T_new, d)
+    if position_ids is None:
+        start = 0 if cache is None else cache.lengths[0]
+        # Each row's real tokens counted: (T_new,), or (b, T_new) with a mask
+        position_ids = new_position_ids(
+            attention_mask, start, token_ids.shape[1], token_ids.device
+        )
+    # Learned positions go into the embeddings, rotary ones into each layer.
+    x = model.embed(token_ids, position_ids)  # (b, T_new) -> (b, T_new, d)
     for i, layer in enumerate(model.layers):
-        x = attend_cached(layer, x, cache, i, attention_mask)  # (b, T_new, d)
+        # (b, T_new, d) -> (b, T_new, d)
+        x = attend_cached(layer, x, cache, i, attention_mask, position_ids)
     return model.out_head(x)  # (b, T_new, d) -> (b, T_new, V)
 
 

@@ -205,12 +205,45 @@ def cached_attention(
     return attend_cached(attn, x, cache, layer, attention_mask)
 
 
+def new_position_ids(
+    attention_mask: torch.Tensor | None, start: int, num_new: int, device
+) -> torch.Tensor:
+    """The positions of ``num_new`` tokens fed after ``start`` cached ones.
+
+    Book section: Beyond the chapter, Generation with a KV cache. A position
+    counts the *real* tokens before it. Without padding that is ``start,
+    start + 1, ...``. With a left-padded ``attention_mask`` each row counts
+    its own: the real tokens it has seen (not the rows the cache kept, pads
+    included), then its new ones. Pads get 0; they are masked out anyway.
+    Unchecked: generation checks the mask once, at the door.
+
+    Shape:
+        attention_mask: ``(b, T_all)``, ``T_all = start + T_new``
+        Output: ``(T_new,)``, or ``(b, T_new)`` with a mask
+
+    Example:
+        >>> mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
+        >>> new_position_ids(mask, start=3, num_new=2, device="cpu")
+        tensor([[1, 2],
+                [3, 4]])
+        >>> new_position_ids(None, start=3, num_new=2, device="cpu")
+        tensor([3, 4])
+    """
+    if attention_mask is None:  # every cached row is a real token: (T_new,)
+        return torch.arange(start, start + num_new, device=device)
+    # The real tokens each row has seen before the new ones: (b, 1)
+    seen = attention_mask[:, :start].sum(dim=1, keepdim=True)
+    new = attention_mask[:, start:].cumsum(dim=1)  # (b, T_new): 1, 2, ... at reals
+    return (seen + new - 1).clamp(min=0)  # (b, T_new); a pad's -1 becomes 0
+
+
 def attend_cached(
     attn: nn.Module,
     x: torch.Tensor,
     cache: KVCache | None,
     layer: int = 0,
     attention_mask: torch.Tensor | None = None,
+    position_ids: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """:func:`~attention.cached_attention` after the door: the algorithm alone.
 
@@ -218,7 +251,10 @@ def attend_cached(
     package's loops call it once per layer and step, on inputs checked once
     before the loop (see :mod:`attention.checks`). With ``cache=None``,
     ``x`` is the whole sequence and nothing is kept: the pass without a
-    cache, padding mask included.
+    cache, padding mask included. A layer with a ``rotate`` method (a
+    :class:`~attention.RotaryMultiHeadAttention`) turns the new queries and
+    keys at ``position_ids`` (default: :func:`new_position_ids`) before the
+    cache keeps the keys: each key is rotated once.
     """
     b, num_new, _ = x.shape
     start = 0 if cache is None else cache.lengths[layer]
@@ -232,6 +268,13 @@ def attend_cached(
     keys = keys.transpose(1, 2)
     values = attn.W_value(x).view(b, num_new, num_kv_heads, head_dim)
     values = values.transpose(1, 2)
+
+    rotate = getattr(attn, "rotate", None)  # a rotary layer: positions in q, k
+    if rotate is not None:
+        if position_ids is None:  # (T_new,) or (b, T_new)
+            position_ids = new_position_ids(attention_mask, start, num_new, x.device)
+        queries = rotate(queries, position_ids)  # (b, h, T_new, hd)
+        keys = rotate(keys, position_ids)  # (b, g, T_new, hd): once, before caching
 
     # The only new line of the algorithm: keep the new keys and values, get
     # all of them back. (b, g, T_new, hd) -> (b, g, T_all, hd)

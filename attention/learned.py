@@ -14,14 +14,16 @@ Shape legend: ``b`` batch size, ``T`` ``num_tokens``, ``V`` ``vocab_size``,
 
 from __future__ import annotations
 
+from functools import partial
+
 import torch
 from torch import nn
 
 from .checks import (
     check_divides,
-    check_flag,
     check_integer,
     check_module,
+    check_positions,
     check_positive,
     check_shapes,
     check_token_ids,
@@ -29,13 +31,14 @@ from .checks import (
     check_values,
 )
 from .multihead import MultiHeadAttention
+from .rope import RotaryMultiHeadAttention
 
 #: Target value of positions that do not count (``F.cross_entropy``'s default).
 IGNORE_INDEX = -100
 
 
 class TinyAttentionModel(nn.Module):
-    """Token embeddings, position embeddings, multi-head attention, an output layer.
+    """Token embeddings, positions, multi-head attention, an output layer.
 
     Book section: Beyond the chapter, Attention that has learned. Each
     attention layer is the chapter's :class:`~attention.MultiHeadAttention`
@@ -46,18 +49,34 @@ class TinyAttentionModel(nn.Module):
     one layer; generation tests use two, where the causal mask changes what
     the last position sees.
 
+    Three kinds of positions (``positions``):
+
+    - ``"learned"``: a table of ``context_length`` learned vectors, one
+      added to each token embedding (GPT-2's way).
+    - ``"rope"``: no table; every layer is a
+      :class:`~attention.RotaryMultiHeadAttention`, which turns queries and
+      keys by their positions before the scores (Llama's way,
+      :func:`~attention.apply_rope`).
+    - ``"none"``: the model sees which tokens came before, not in what order.
+
     Args:
         vocab_size: how many different token ids there are.
         d_model: width of the embeddings and of the attention layers; must
-            be divisible by ``num_heads``.
+            be divisible by ``num_heads`` (with ``"rope"``, into an even
+            ``head_dim``).
         context_length: the longest sequence the model accepts; also the
-            number of position embeddings.
+            number of learned position embeddings.
         num_heads: how many attention heads per layer.
-        use_positions: add a learned position embedding to each token
-            embedding. With ``False`` the model sees only which tokens came
-            before, not in what order. Default: ``True``.
+        positions: ``"learned"``, ``"rope"`` or ``"none"``. Default:
+            ``"learned"``.
         num_layers: how many attention layers, one after the other.
             Default: ``1``.
+        use_positions: the older spelling, kept so that existing code and
+            saved widget configs run: ``True`` means ``positions="learned"``,
+            ``False`` means ``"none"``. Give one of the two. Default: ``None``.
+        rope_base: the base of RoPE's frequencies. Default: ``10000.0``.
+        rope_layout: RoPE's layout, ``"half"`` or ``"interleaved"``.
+            Default: ``"half"``.
 
     Shape:
         Input: ``(b, T)`` token ids in ``[0, vocab_size)``, ``T <= context_length``
@@ -80,6 +99,9 @@ class TinyAttentionModel(nn.Module):
         tensor([-0.3411, -0.3151, -0.1658], grad_fn=<SliceBackward0>)
         >>> len(TinyAttentionModel(10, 8, 6, num_heads=2, num_layers=2).layers)
         2
+        >>> rope = TinyAttentionModel(10, 8, 6, num_heads=2, positions="rope")
+        >>> rope.pos_emb is None, type(rope.attn).__name__
+        (True, 'RotaryMultiHeadAttention')
     """
 
     def __init__(
@@ -88,8 +110,12 @@ class TinyAttentionModel(nn.Module):
         d_model: int,
         context_length: int,
         num_heads: int,
-        use_positions: bool = True,
+        positions: str = "learned",
         num_layers: int = 1,
+        *,
+        use_positions: bool | None = None,
+        rope_base: float = 10000.0,
+        rope_layout: str = "half",
     ) -> None:
         super().__init__()
         check_positive(
@@ -99,17 +125,22 @@ class TinyAttentionModel(nn.Module):
             num_layers=num_layers,
         )
         check_divides(("num_heads", num_heads), ("d_model", d_model))
-        check_flag("use_positions", use_positions)
+        positions = check_positions(positions, use_positions)
         self.vocab_size = vocab_size
         self.context_length = context_length
+        self.positions = positions
         self.tok_emb = nn.Embedding(vocab_size, d_model)
-        self.pos_emb = None  # without positions, order is invisible
-        if use_positions:
+        self.pos_emb = None  # a table only for learned positions
+        if positions == "learned":
             self.pos_emb = nn.Embedding(context_length, d_model)
-        self.layers = nn.ModuleList(
-            MultiHeadAttention(
-                d_model, d_model, context_length, dropout=0.0, num_heads=num_heads
+        if positions == "rope":
+            layer = partial(
+                RotaryMultiHeadAttention, base=rope_base, layout=rope_layout
             )
+        else:
+            layer = MultiHeadAttention
+        self.layers = nn.ModuleList(
+            layer(d_model, d_model, context_length, dropout=0.0, num_heads=num_heads)
             for _ in range(num_layers)
         )
         self.out_head = nn.Linear(d_model, vocab_size)
@@ -134,15 +165,19 @@ class TinyAttentionModel(nn.Module):
         """
         x = self.embed(token_ids)  # (b, T) -> (b, T, d)
         for layer in self.layers:
-            x = layer(x)  # (b, T, d): context vectors, the next layer's input
+            # (b, T, d): context vectors, the next layer's input. A rotary
+            # layer turns its queries and keys at positions 0 .. T - 1.
+            x = layer(x)
         return self.out_head(x)  # (b, T, d) -> (b, T, V)
 
     def embed(
         self, token_ids: torch.Tensor, position_ids: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Token embeddings plus the embeddings of their positions.
+        """Token embeddings, plus the embeddings of their positions if learned.
 
-        Unchecked: ``forward`` and generation check their input first.
+        With ``"rope"`` or ``"none"`` positions, only the token embeddings:
+        a rotary model puts positions into each layer instead. Unchecked:
+        ``forward`` and generation check their input first.
         ``position_ids`` ``(b, T)`` gives each token's position; the default
         is ``0, 1, ..., T - 1``. Generation passes where each row's real
         tokens are, which a KV cache or left padding shifts

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .checks import check_module, check_tensor
+from .checks import check_choice, check_module, check_tensor
 from .learned import TinyAttentionModel
 
 #: Where :func:`save_exports` writes when no folder is given: the Makefile sets
@@ -63,6 +63,8 @@ def tiny_model_config(model: TinyAttentionModel) -> dict:
          'use_positions': True, 'num_layers': 1}
     """
     check_module("model", model, TinyAttentionModel)
+    # The widget adds a learned table or nothing; it does not rotate.
+    check_choice("model.positions", model.positions, ["learned", "none"])
     return {
         "vocab_size": model.vocab_size,
         "d_model": model.tok_emb.embedding_dim,

@@ -104,14 +104,17 @@ def reference_multihead(
     num_kv_heads: int | None = None,
     hidden: torch.Tensor | None = None,
     weights_only: bool = False,
+    rope: tuple | None = None,
 ) -> torch.Tensor:
     """Causal multi-head attention from ``state`` in the chapter's layout
     (``W_query.weight`` ... ``out_proj.bias``): the suite's one reference,
     written apart from the package (``einsum``, an explicit ``-inf`` triangle),
     differentiable. ``x`` ``(b, T, d_in)``; with ``num_kv_heads``, key/value
     head ``g`` serves query heads ``g * r .. g * r + r - 1``; ``hidden``
-    ``(b, T, T)`` hides more pairs (a query that sees no key gets 0). Returns
-    ``(b, T, d_out)``, or the weights ``(b, h, T, T)`` with ``weights_only``.
+    ``(b, T, T)`` hides more pairs (a query that sees no key gets 0); with
+    ``rope = (position_ids, base, layout)`` queries and keys are turned by
+    :func:`reference_rope`. Returns ``(b, T, d_out)``, or the weights
+    ``(b, h, T, T)`` with ``weights_only``.
     """
 
     def project(name: str, heads: int) -> torch.Tensor:
@@ -128,6 +131,10 @@ def reference_multihead(
         project(n, kv_heads).repeat_interleave(num_heads // kv_heads, dim=2)
         for n in ("W_key", "W_value")
     )
+    if rope is not None:  # (b, T, h, hd) -> (b, h, T, hd), turned, and back
+        q, k = (
+            reference_rope(t.transpose(1, 2), *rope).transpose(1, 2) for t in (q, k)
+        )
     T, hd = x.shape[1], q.shape[-1]
     scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(hd)  # (b, h, T, T)
     later = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(diagonal=1)
@@ -179,3 +186,45 @@ def checks_called(run) -> list[str]:
     finally:
         sys.setprofile(None)
     return calls
+
+
+def reference_rope(
+    x: torch.Tensor, position_ids: torch.Tensor, base: float, layout: str
+) -> torch.Tensor:
+    """Rotary position embeddings by the formula, apart from the package.
+
+    For each position ``m`` a ``(hd, hd)`` rotation matrix is filled in with
+    Python's ``math.cos`` and ``math.sin`` of ``m * base ** (-2i / hd)``:
+    pair ``i`` is features ``(i, i + hd/2)`` for ``"half"``, ``(2i, 2i + 1)``
+    for ``"interleaved"``. ``x`` ``(..., T, hd)``; ``position_ids`` ``(T,)``,
+    or ``(b, T)`` with ``x`` ``(b, ..., T, hd)``. Computed in float64.
+    """
+    hd = x.shape[-1]
+    pairs = [
+        (i, i + hd // 2) if layout == "half" else (2 * i, 2 * i + 1)
+        for i in range(hd // 2)
+    ]
+
+    def matrix(m: int) -> list[list[float]]:
+        rot = [[0.0] * hd for _ in range(hd)]
+        for i, (a, b) in enumerate(pairs):
+            angle = m * base ** (-2 * i / hd)
+            cos, sin = math.cos(angle), math.sin(angle)
+            rot[a][a], rot[a][b], rot[b][a], rot[b][b] = cos, -sin, sin, cos
+        return rot
+
+    rows = position_ids.tolist()
+    if position_ids.dim() == 1:
+        rows = [rows]
+    # (r, T, hd, hd): one matrix per position of each row of positions
+    rotations = torch.tensor(
+        [[matrix(m) for m in row] for row in rows], dtype=torch.float64
+    ).reshape(len(rows), x.shape[-2], hd, hd)  # also when T = 0
+    x64 = x.double().cpu()
+    if position_ids.dim() == 1:  # the same positions for every sequence
+        out = torch.einsum("tij,...tj->...ti", rotations[0], x64)
+    else:  # row n of the batch at its own positions: (b, ..., T, hd)
+        rest = math.prod(x.shape[1:-2])
+        flat = x64.reshape(x.shape[0], rest, *x.shape[-2:])  # (b, rest, T, hd)
+        out = torch.einsum("btij,brtj->brti", rotations, flat).reshape(x.shape)
+    return out.to(x.dtype)

@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 import torch
-from helpers import chapter_state, reference_multihead
+from helpers import chapter_state, reference_multihead, reference_rope
 from hypothesis import strategies as st
 from torch import nn
 
@@ -35,6 +35,7 @@ from attention import (
     MultiHeadAttention,
     MultiHeadAttentionWrapper,
     PaddedMultiHeadAttention,
+    RotaryMultiHeadAttention,
     SDPAMultiHeadAttention,
     SelfAttention_v1,
     SelfAttention_v2,
@@ -173,23 +174,34 @@ def qkv(module: nn.Module, x: torch.Tensor, context: torch.Tensor | None = None)
     )
 
 
-def reference_logits(model: TinyAttentionModel, ids: torch.Tensor) -> torch.Tensor:
-    """``TinyAttentionModel``'s logits, from its weights and the formula."""
+def reference_logits(
+    model: TinyAttentionModel, ids: torch.Tensor, positions: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``TinyAttentionModel``'s logits, from its weights and the formula, at
+    ``positions`` ``(T,)`` (default ``0 .. T - 1``)."""
+    if positions is None:
+        positions = torch.arange(ids.shape[1])
     x = model.tok_emb.weight.detach()[ids]
-    if model.pos_emb is not None:
-        x = x + model.pos_emb.weight.detach()[: ids.shape[1]]
+    rope = None
+    if model.positions == "learned":
+        x = x + model.pos_emb.weight.detach()[positions]
+    if model.positions == "rope":
+        rope = (positions, model.attn.base, model.attn.layout)
     for layer in model.layers:
-        x = reference_multihead(chapter_state(layer), x, layer.num_heads)
+        x = reference_multihead(chapter_state(layer), x, layer.num_heads, rope=rope)
     return x @ model.out_head.weight.detach().T + model.out_head.bias.detach()
 
 
-def tiny_model(d: Draw, vocab: int = 7, context_length: int = 6, positions=True):
-    """One or two layers; with ``positions=None``, with or without them (drawn)."""
+def tiny_model(
+    d: Draw, vocab: int = 7, context_length: int = 6, positions: str | None = "learned"
+):
+    """One or two layers; with ``positions=None``, any kind of positions (drawn)."""
     layers = d.int(1, 2)
-    positions = d.flag() if positions is None else positions
+    if positions is None:
+        positions = d.pick(["learned", "rope", "none"])
     return d.module(
         lambda: TinyAttentionModel(
-            vocab, 4, context_length, 2, use_positions=positions, num_layers=layers
+            vocab, 4, context_length, 2, positions=positions, num_layers=layers
         )
     )
 
@@ -887,6 +899,31 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
         ),
         bad("ids-meta", lambda: run(model(), ids.to("meta"), 2), f"{ids_}; meta"),
     )
+    if name == "decode_step":
+        at = lambda p: A.decode_step(model(), ids, KVCache(6), position_ids=p)  # noqa: E731
+        errors += (
+            bad(
+                "positions-negative",
+                lambda: at(torch.tensor([-1, 0])),
+                "position_ids; -1",
+            ),
+            bad(
+                "positions-float",
+                lambda: at(torch.tensor([0.0, 1.0])),
+                "position_ids; float32",
+            ),
+            bad(
+                "positions-length",
+                lambda: at(torch.tensor([0, 1, 2])),
+                "position_ids; (3,)",
+            ),
+            # a learned table has 6 rows: position 6 has none
+            bad(
+                "positions-past-table",
+                lambda: at(torch.tensor([5, 6])),
+                "position_ids; pos_emb; 6",
+            ),
+        )
     if name != "decode_step":
         right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
         errors += (
@@ -1573,6 +1610,27 @@ public(
     bad("too-long", lambda: MODEL()(z(1, 5).long()), "context_length; 4; 5"),
     bad("ids-rank", lambda: MODEL()(z(3).long()), f"{IDS_}; 2; 1"),
     bad("ids-meta", lambda: MODEL()(z(1, 3, device="meta").long()), f"{IDS_}; meta"),
+    bad("positions-kind", lambda: MODEL(positions="absolute"), "positions; absolute"),
+    bad("positions-bool", lambda: MODEL(positions=True), "positions; True", TYPE),
+    bad(
+        "positions-contradict",
+        lambda: MODEL(positions="rope", use_positions=True),
+        "positions; rope; use_positions",
+    ),
+    bad(
+        "use_positions-str",
+        lambda: MODEL(use_positions="yes"),
+        "use_positions; yes",
+        TYPE,
+    ),
+    # d_model 6 in 2 heads: head_dim 3, no pairs to turn
+    bad("rope-odd-head_dim", lambda: MODEL(d_model=6, positions="rope"), "head_dim; 3"),
+    bad(
+        "rope-layout",
+        lambda: MODEL(positions="rope", rope_layout="gptj"),
+        "layout; gptj",
+    ),
+    bad("rope-base", lambda: MODEL(positions="rope", rope_base=-1.0), "base; -1.0"),
 )
 
 
@@ -1783,6 +1841,285 @@ public(
         lambda: VariantInfo().build(MHA_CLASS, 4, 6, 8, 0.0, 4),
         "d_out; num_heads",
     ),
+    devices=CPU_ONLY,
+)
+
+
+# --- rotary position embeddings ------------------------------------------------
+
+
+def _rope_positions(d: Draw, b: int, T: int, high: int = 60) -> torch.Tensor:
+    """``(T,)`` or, for a batch, sometimes ``(b, T)`` positions in ``[0, high]``."""
+    shape = (b, T) if b and d.flag() else (T,)
+    return torch.randint(high + 1, shape, generator=d.gen).to(d.device)
+
+
+def _apply_rope(d: Draw) -> Sample:
+    b, T, hd = d.int(1, 3), d.int(0, 5), 2 * d.int(1, 4)
+    lead = (b, d.int(1, 3)) if d.flag() else (b,)
+    kwargs = {"base": d.pick([10000.0, 100.0, 500000.0])}
+    kwargs["layout"] = d.pick(["half", "interleaved"])
+    return Sample(A.apply_rope, (d.t(*lead, T, hd), _rope_positions(d, b, T)), kwargs)
+
+
+def _apply_rope_ref(s: Sample) -> torch.Tensor:
+    x, positions = (cpu(a) for a in s.args)
+    return reference_rope(x, positions, s.kwargs["base"], s.kwargs["layout"])
+
+
+def _rope_angles(d: Draw) -> Sample:
+    b, T = d.int(1, 3), d.int(0, 5)
+    kwargs = {"base": d.pick([10000.0, 100.0]), "dtype": d.dtype}
+    return Sample(A.rope_angles, (_rope_positions(d, b, T), 2 * d.int(1, 4)), kwargs)
+
+
+def _rope_angles_ref(s: Sample) -> torch.Tensor:
+    positions, hd = cpu(s.args[0]), s.args[1]
+    base = s.kwargs["base"]
+    rows = positions.tolist() if positions.dim() == 2 else [positions.tolist()]
+    angles = [
+        [[m * base ** (-2 * i / hd) for i in range(hd // 2)] for m in r] for r in rows
+    ]
+    return torch.tensor(angles, dtype=F64).reshape(*positions.shape, hd // 2)
+
+
+def _rotary(d: Draw) -> Sample:
+    heads, layout = d.pick([1, 2]), d.pick(["half", "interleaved"])
+    module = d.module(
+        lambda: RotaryMultiHeadAttention(4, 4, 6, 0.0, heads, layout=layout)
+    )
+    b, T = d.int(0, 2), d.int(1, 6)
+    args = (d.t(b, T, 4),)
+    if d.flag():  # positions given, past the context length too
+        args += (_rope_positions(d, b, T, high=1000),)
+    return Sample(module, args)
+
+
+def _rotary_ref(s: Sample) -> torch.Tensor:
+    module, x = s.fn, cpu(s.args[0])
+    positions = cpu(s.args[1]) if len(s.args) > 1 else torch.arange(x.shape[1])
+    rope = (positions, module.base, module.layout)
+    return reference_multihead(chapter_state(module), x, module.num_heads, rope=rope)
+
+
+def _layout_state(d: Draw) -> Sample:
+    """A model of one layout, its weights moved to the other, run again."""
+    source = d.pick(["half", "interleaved"])
+    target = d.pick(["half", "interleaved"])
+    heads, layers = d.pick([1, 2]), d.int(1, 2)
+    make = lambda layout: TinyAttentionModel(  # noqa: E731
+        7, 8, 6, heads, "rope", num_layers=layers, rope_layout=layout
+    )
+    model = d.module(lambda: make(source))
+
+    def moved_and_run(model, ids):
+        state = A.rope_layout_state_dict(
+            model.state_dict(), heads, source=source, target=target
+        )
+        other = make(target).to(model.out_head.weight.dtype).eval()
+        other.load_state_dict(state)
+        return other(ids)
+
+    return Sample(moved_and_run, (model, d.ids(7, d.int(0, 2), d.int(1, 6))))
+
+
+def _accuracy_by_length(d: Draw) -> Sample:
+    kwargs = {"train_length": d.int(2, 4), "multiples": (1, d.int(2, 3))}
+    kwargs |= {"steps": d.int(1, 2), "d_model": 4, "seed": d.int(0, 9)}
+
+    def facts(**kwargs):
+        """The promises: three kinds, a learned table that stops at 1x, every
+        accuracy in [0, 1], the same numbers from a second run."""
+        table = A.accuracy_by_length(**kwargs)
+        learned_past = [table["learned"][m] for m in kwargs["multiples"][1:]]
+        values = [v for row in table.values() for v in row.values() if v is not None]
+        return (
+            sorted(table),
+            learned_past == [None] * len(learned_past),
+            len(values) == 5 and all(0 <= v <= 1 for v in values),
+            A.accuracy_by_length(**kwargs) == table,
+        )
+
+    return Sample(facts, kwargs=kwargs)
+
+
+ROTARY = built(RotaryMultiHeadAttention, **MHA_ARGS)
+ROPE_STATE = lambda: TinyAttentionModel(7, 4, 6, 2, "rope").state_dict()  # noqa: E731
+POS = "position_ids"
+
+
+public(
+    "apply_rope",
+    _apply_rope,
+    _apply_rope_ref,
+    *tensor_errors(lambda x: A.apply_rope(x, torch.arange(3)), "x", z(3, 4)),
+    bad("x-1d", lambda: A.apply_rope(z(4), torch.arange(1)), "x; (4,)"),
+    bad(
+        "odd-head_dim", lambda: A.apply_rope(z(2, 3, 5), torch.arange(3)), "head_dim; 5"
+    ),
+    bad(
+        "ids-float", lambda: A.apply_rope(z(3, 4), torch.arange(3.0)), f"{POS}; float32"
+    ),
+    bad("ids-bool", lambda: A.apply_rope(z(3, 4), z(3).bool()), f"{POS}; bool"),
+    bad(
+        "ids-length", lambda: A.apply_rope(z(3, 4), torch.arange(4)), f"{POS}; (4,); 3"
+    ),
+    bad(
+        "ids-rank",
+        lambda: A.apply_rope(z(2, 3, 4), z(1, 2, 3).long()),
+        f"{POS}; (1, 2, 3)",
+    ),
+    bad(
+        "ids-rows",
+        lambda: A.apply_rope(z(2, 3, 4), z(3, 3).long()),
+        f"{POS}; (3, 3); 2",
+    ),
+    # one sequence (T, hd) has no batch to give rows to
+    bad("ids-rows-2d", lambda: A.apply_rope(z(3, 4), z(1, 3).long()), f"{POS}; (1, 3)"),
+    bad(
+        "ids-negative",
+        lambda: A.apply_rope(z(3, 4), torch.tensor([-1, 0, 1])),
+        f"{POS}; -1",
+    ),
+    bad(
+        "ids-meta",
+        lambda: A.apply_rope(z(3, 4), torch.arange(3, device="meta")),
+        f"{POS}; meta",
+    ),
+    bad("ids-list", lambda: A.apply_rope(z(3, 4), [0, 1, 2]), f"{POS}; list", TYPE),
+    bad(
+        "layout",
+        lambda: A.apply_rope(z(3, 4), torch.arange(3), layout="llama"),
+        "layout; llama",
+    ),
+    bad(
+        "base-0", lambda: A.apply_rope(z(3, 4), torch.arange(3), base=0.0), "base; 0.0"
+    ),
+    bad(
+        "base-str",
+        lambda: A.apply_rope(z(3, 4), torch.arange(3), base="1e4"),
+        "base; 1e4",
+        TYPE,
+    ),
+    tolerances={F32: (1e-5, 1e-5), F64: (1e-12, 1e-12)},
+)
+
+
+public(
+    "rope_angles",
+    _rope_angles,
+    _rope_angles_ref,
+    bad("head_dim-odd", lambda: A.rope_angles(torch.arange(3), 5), "head_dim; 5"),
+    bad("head_dim-0", lambda: A.rope_angles(torch.arange(3), 0), "head_dim; 0"),
+    bad(
+        "head_dim-bool",
+        lambda: A.rope_angles(torch.arange(3), True),
+        "head_dim; True",
+        TYPE,
+    ),
+    bad("ids-float", lambda: A.rope_angles(torch.arange(3.0), 4), f"{POS}; float32"),
+    bad("ids-negative", lambda: A.rope_angles(torch.tensor([2, -3]), 4), f"{POS}; -3"),
+    bad("ids-rank", lambda: A.rope_angles(z(1, 2, 3).long(), 4), f"{POS}; (1, 2, 3)"),
+    bad(
+        "dtype-int",
+        lambda: A.rope_angles(torch.arange(3), 4, dtype=torch.int64),
+        "dtype; int64",
+        TYPE,
+    ),
+    tolerances={F32: (1e-5, 1e-5), F64: (1e-12, 1e-12)},
+)
+
+
+public(
+    "rope_permutation",
+    lambda d: Sample(A.rope_permutation, (2 * d.int(1, 8),)),
+    lambda s: torch.tensor([*range(0, s.args[0], 2), *range(1, s.args[0], 2)]),
+    *bad_values(A.rope_permutation, "head_dim"),
+    bad("odd", lambda: A.rope_permutation(5), "head_dim; 5"),
+    dtypes=(F32,),
+    devices=CPU_ONLY,
+)
+
+
+public(
+    "rope_layout_state_dict",
+    _layout_state,
+    lambda s: reference_logits(s.args[0].cpu(), cpu(s.args[1])),
+    bad(
+        "state-list",
+        lambda: A.rope_layout_state_dict([], 2, source="half", target="half"),
+        "state; list",
+        TYPE,
+    ),
+    bad(
+        "state-no-query",
+        lambda: A.rope_layout_state_dict({"w": z(2)}, 2, source="half", target="half"),
+        "state; W_query",
+    ),
+    bad(
+        "heads",
+        lambda: A.rope_layout_state_dict(ROPE_STATE(), 3, source="half", target="half"),
+        "num_heads; 3",
+    ),
+    bad(
+        "heads-0",
+        lambda: A.rope_layout_state_dict(ROPE_STATE(), 0, source="half", target="half"),
+        "num_heads; 0",
+    ),
+    bad(
+        "source",
+        lambda: A.rope_layout_state_dict(ROPE_STATE(), 2, source="gptj", target="half"),
+        "source; gptj",
+    ),
+    bad(
+        "target",
+        lambda: A.rope_layout_state_dict(ROPE_STATE(), 2, source="half", target="neox"),
+        "target; neox",
+    ),
+    devices=CPU_ONLY,
+)
+
+
+public(
+    "RotaryMultiHeadAttention",
+    _rotary,
+    _rotary_ref,
+    *module_inputs(ROTARY),
+    bad("odd-head_dim", lambda: ROTARY(d_out=6), "head_dim; 3"),
+    bad("layout", lambda: ROTARY(layout="pairs"), "layout; pairs"),
+    bad("base", lambda: ROTARY(base=math.inf), "base; inf"),
+    bad(
+        "ids-float", lambda: ROTARY()(z(2, 3, 4), torch.arange(3.0)), f"{POS}; float32"
+    ),
+    bad("ids-length", lambda: ROTARY()(z(2, 3, 4), torch.arange(2)), f"{POS}; (2,); 3"),
+    bad(
+        "ids-negative",
+        lambda: ROTARY()(z(1, 2, 4), torch.tensor([-2, -1])),
+        f"{POS}; -2",
+    ),
+    tolerances={F32: (1e-5, 1e-5), F64: (1e-10, 1e-10)},
+)
+
+
+public(
+    "accuracy_by_length",
+    _accuracy_by_length,
+    lambda s: (["learned", "none", "rope"], True, True, True),
+    bad(
+        "train_length-1",
+        lambda: A.accuracy_by_length(train_length=1),
+        "train_length; 1",
+    ),
+    bad(
+        "multiples-list",
+        lambda: A.accuracy_by_length(multiples=[1, 2]),
+        "multiples; list",
+        TYPE,
+    ),
+    bad("multiples-0", lambda: A.accuracy_by_length(multiples=(1, 0)), "multiples; 0"),
+    bad("steps-0", lambda: A.accuracy_by_length(steps=0), "steps; 0"),
+    bad("seed-str", lambda: A.accuracy_by_length(seed="0"), "seed; 0", TYPE),
+    dtypes=(F32,),
     devices=CPU_ONLY,
 )
 
