@@ -96,6 +96,9 @@ PYTEST := $(BIN)/python -m pytest -q --durations=15
 # -- The site: make html -------------------------------------------------------
 
 .PHONY: html test lint unit site pdf update-po repro bench serve clean
+# A rule that fails deletes the file it was making: a half-printed PDF is not
+# taken for a finished one by the next `make pdf`.
+.DELETE_ON_ERROR:
 
 html: $(EN_BUILT) $(ZH_BUILT)
 	@echo "The book is in $(SITE)/index.html (简体中文: $(ZH_SITE)/index.html)"
@@ -112,7 +115,7 @@ $(EN_BUILT): $(STAMP) $(SOURCES) $(WHEEL) $(KERNEL_CONF)
 # build left in the cache. In the site, its pages load the English copy of
 # every identical asset (tools/share_assets.py): one copy of the images and
 # theme files.
-$(ZH_BUILT): $(EN_BUILT) $(LOCALES)
+$(ZH_BUILT): $(EN_BUILT) $(LOCALES) tools/share_assets.py
 	$(SPHINX) -b html -d $(BUILDDIR)/doctrees-$(ZH) $(ZH_OPTS) book $(ZH_OUT) \
 		|| { rm -rf $(BUILDDIR)/doctrees-$(ZH); exit 1; }
 	rm -rf $(ZH_SITE) && cp -a $(ZH_OUT) $(ZH_SITE)
@@ -136,14 +139,15 @@ $(WHEEL): $(STAMP) $(PACKAGE)
 
 pdf: $(EN_PDF) $(ZH_PDF)
 
-$(EN_PDF): $(EN_BUILT) tools/print_pdf.py $(CHROMIUM) $(FONTS_CJK)
-	$(SPHINX) -b singlehtml -t pdf -d $(BUILDDIR)/doctrees-pdf book $(PDF_PAGES)/en
-	$(BIN)/python tools/print_pdf.py $(PDF_PAGES)/en $@ $(FONTS_CJK)
-
-$(ZH_PDF): $(ZH_BUILT) tools/print_pdf.py $(CHROMIUM) $(FONTS_CJK)
+# Each edition's single page, then one command prints both PDFs side by side:
+# Chromium prints a book on one core (about 40 s each), the machine has two.
+$(EN_PDF) $(ZH_PDF) &: $(EN_BUILT) $(ZH_BUILT) tools/print_pdf.py $(CHROMIUM) $(FONTS_CJK)
+	$(SPHINX) -b singlehtml -t pdf -d $(BUILDDIR)/doctrees-pdf book $(PDF_PAGES)/en \
+		|| { rm -rf $(BUILDDIR)/doctrees-pdf; exit 1; }
 	$(SPHINX) -b singlehtml -t pdf -d $(BUILDDIR)/doctrees-pdf-$(ZH) $(ZH_OPTS) \
-		book $(PDF_PAGES)/$(ZH)
-	$(BIN)/python tools/print_pdf.py $(PDF_PAGES)/$(ZH) $@ $(FONTS_CJK)
+		book $(PDF_PAGES)/$(ZH) || { rm -rf $(BUILDDIR)/doctrees-pdf-$(ZH); exit 1; }
+	$(BIN)/python tools/print_pdf.py $(FONTS_CJK) \
+		$(PDF_PAGES)/en $(EN_PDF) $(PDF_PAGES)/$(ZH) $(ZH_PDF)
 
 # -- The checks: make test -----------------------------------------------------
 
@@ -168,13 +172,17 @@ unit: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE $(PYTEST) -n 2 --dist worksteal -p no:logging \
 		-m "not site and not browser and not slow" --ignore=tests/site
 
-# The checks of the built site (run `make html` and `make pdf` first), in two
-# steps: every test file but one on two workers (--dist loadfile: a file's
-# fixtures are made once), then the reader's notebooks alone, since their
-# live timing claims need both cores (README: where make test's time goes).
+# The checks of the built site (run `make html` and `make pdf` first), in three
+# steps, so that no step runs more heavy processes than the machine has cores:
+# every test file but two on two workers (--dist loadfile: a file's fixtures
+# are made once); the browser visit alone, which opens the two editions at
+# once, one Chromium each; the reader's notebooks alone, two at a time, since
+# their live timing claims need both cores (README: where make test's time goes).
 site: $(STAMP) $(CHROMIUM) $(FONTS_CJK)
 	BUILDDIR=$(BUILDDIR) $(PYTEST) -n 2 --dist loadfile -m "site or browser or slow" tests \
+		--ignore=tests/site/test_site_browser.py \
 		--ignore=tests/site/test_notebooks_standalone.py
+	BUILDDIR=$(BUILDDIR) $(PYTEST) tests/site/test_site_browser.py
 	BUILDDIR=$(BUILDDIR) $(PYTEST) tests/site/test_notebooks_standalone.py
 
 # -- The other commands --------------------------------------------------------

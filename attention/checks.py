@@ -380,7 +380,7 @@ def check_decode(
     attention_mask=None,
     *,
     position_ids=None,
-    cache_type: type | None = None,
+    cache_type: type,
 ):
     """The one check of generation: a ``Decoder`` model and a prompt that fits.
 

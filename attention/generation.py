@@ -173,7 +173,9 @@ def generate_greedy(
         tensor([[0, 3, 1, 6, 6, 6],
                 [5, 2, 8, 6, 6, 6]])
     """
-    check_decode(model, token_ids, None, max_new_tokens, attention_mask)
+    check_decode(
+        model, token_ids, None, max_new_tokens, attention_mask, cache_type=KVCache
+    )
     step_logits = []
     for _ in range(max_new_tokens):
         # (b, T_all) -> (b, T_all, V) -> the last position: (b, V)
@@ -223,7 +225,9 @@ def generate_greedy_cached(
         >>> tokens
         tensor([[3, 1, 6, 6, 6, 6]])
     """
-    check_decode(model, token_ids, None, max_new_tokens, attention_mask)
+    check_decode(
+        model, token_ids, None, max_new_tokens, attention_mask, cache_type=KVCache
+    )
     cache = KVCache(model.context_length, num_layers=len(model.layers))
     # The prefill: every prompt token at once. (b, P) -> (b, P, V) -> (b, V)
     logits = decode_cached(model, token_ids, cache, attention_mask)[:, -1]

@@ -18,8 +18,8 @@ trained one.
 
 Only the build writes these files. A page's cell calls :func:`save_exports`
 wherever it runs, and the function writes only when ``$ATTENTION_LIVE_DIR``
-names a folder, as the Makefile's HTML builds do: a reader who runs the
-page's notebook, or ``make update-po``, gets no file.
+names a folder, as the Makefile's Sphinx commands do: a reader who runs
+the page's notebook gets no file.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from .learned import TinyAttentionModel
 
 #: Where :func:`save_exports` writes when no folder is given: the Makefile sets
 #: it for its HTML builds, and book/_ext/live_widgets.py reads the files there.
-#: Unset (a reader's notebook, a gettext build), nothing is written.
+#: Unset (a reader's notebook), nothing is written.
 FOLDER_VARIABLE = "ATTENTION_LIVE_DIR"
 
 #: The kinds of export, each drawn by its own widget in attention-live.js.
@@ -98,8 +98,7 @@ def export(kind: str, config: Mapping, state_dict: Mapping[str, torch.Tensor]) -
         {'kind': 'learned', 'config': {'n': 2}, 'state_dict': \
 {'w': [[0.1, 0.33333334], [2.0, -0.5]], 'mask': [[False, False], [True, False]]}}
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind: expected one of {KINDS}, got {kind!r}")
+    check_choice("kind", kind, list(KINDS))
     tensors = {}
     for name, t in state_dict.items():
         check_tensor(name, t)
@@ -164,7 +163,7 @@ def load_tiny_model(path: str | Path, dtype: torch.dtype = torch.float64):
     saved = json.loads(Path(path).read_text("utf-8"))
     if saved.get("kind") != "learned":
         raise ValueError(
-            f"path: expected an export of kind 'learned', got kind "
+            f"path must hold an export of kind 'learned', got kind "
             f"{saved.get('kind')!r} in {path}"
         )
     model = TinyAttentionModel(**saved["config"]).to(dtype)
@@ -189,11 +188,13 @@ def export_folder() -> Path | None:
 
     Example:
         >>> import os
-        >>> os.environ[FOLDER_VARIABLE] = "/book/_build/attention-live"  # a build
-        >>> export_folder()
+        >>> from unittest import mock
+        >>> build = {FOLDER_VARIABLE: "/book/_build/attention-live"}
+        >>> with mock.patch.dict(os.environ, build):  # a build
+        ...     export_folder()
         PosixPath('/book/_build/attention-live')
-        >>> del os.environ[FOLDER_VARIABLE]  # a reader's kernel
-        >>> print(export_folder())
+        >>> with mock.patch.dict(os.environ, {FOLDER_VARIABLE: ""}):  # a reader
+        ...     print(export_folder())
         None
     """
     value = os.environ.get(FOLDER_VARIABLE, "")
@@ -228,7 +229,9 @@ def save_exports(
         ...     [path] = save_exports({"tiny": export("learned", {}, {})}, folder)
         ...     path.name, path.read_text()
         ('tiny.json', '{"kind":"learned","config":{},"state_dict":{}}')
-        >>> save_exports({"tiny": export("learned", {}, {})})  # not in a build
+        >>> from unittest import mock
+        >>> with mock.patch.dict(os.environ, {FOLDER_VARIABLE: ""}):  # a reader
+        ...     save_exports({"tiny": export("learned", {}, {})})
         []
     """
     if folder is None:

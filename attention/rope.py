@@ -176,7 +176,7 @@ def apply_rope(
 def rotate(
     x: torch.Tensor, position_ids: torch.Tensor, base: float, layout: str
 ) -> torch.Tensor:
-    """:func:`apply_rope` after the door: the rotation alone, unchecked.
+    """:func:`~attention.apply_rope` after the door: the rotation alone, unchecked.
 
     What the package's layers and generation loops call on input they
     checked once, before the loop (:mod:`attention.checks`).

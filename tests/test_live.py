@@ -3,8 +3,8 @@
 The cells of the pages that export a widget's weights run here, as they are
 written on the pages, with small stand-ins for what the earlier cells of the
 page computed (the trained models, the running example). Without the build's
-``$ATTENTION_LIVE_DIR`` (a reader's notebook, ``make update-po``) they must
-write no file anywhere; with it, the files must land where
+``$ATTENTION_LIVE_DIR`` (a reader's notebook) they must write no file
+anywhere; with it, the files must land where
 ``live_widgets`` reads them, each declaring the kind that picks its widget.
 """
 

@@ -1,4 +1,7 @@
-"""Print the book to one PDF: ``print_pdf.py <singlehtml> <pdf> <cjk font>``.
+"""Print the book to PDF: ``print_pdf.py <cjk font> <singlehtml> <pdf> ...``,
+one PDF for each pair of a single-page build and the PDF to write. The books
+are printed side by side, one Chromium each: Chromium prints a book on one
+core, so two books print in about the time of the longer one.
 
 ``make pdf`` builds each edition with Sphinx's ``singlehtml`` builder (every
 page in reading order, numbered figures, the same execution cache); this
@@ -18,8 +21,10 @@ The singlehtml build it prints loads ``book/_ext/singlehtml_nodes.py``
 from __future__ import annotations
 
 import html
+import os
 import re
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pikepdf
@@ -189,6 +194,15 @@ def _local_only(route):
         route.abort("blockedbyclient")
 
 
+def main(font: Path, books: list[tuple[Path, Path]]) -> None:
+    with ThreadPoolExecutor(min(len(books), os.cpu_count() or 1)) as pool:
+        printing = [pool.submit(print_book, single, pdf, font) for single, pdf in books]
+        for (_, pdf), done in zip(books, printing, strict=True):
+            print(f"{pdf}: {done.result() / 1e6:.1f} MB")
+
+
 if __name__ == "__main__":
-    single, pdf, font = map(Path, sys.argv[1:])
-    print(f"{pdf}: {print_book(single, pdf, font) / 1e6:.1f} MB")
+    font, *paths = map(Path, sys.argv[1:])
+    if not paths or len(paths) % 2:
+        raise SystemExit(__doc__.splitlines()[0])
+    main(font, list(zip(paths[::2], paths[1::2], strict=True)))

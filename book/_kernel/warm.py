@@ -58,11 +58,13 @@ PRELOAD = (
     "IPython",
     "jupyter_client.session",
     "tornado.ioloop",
+    # What some pages pull in, a second or more for each kernel otherwise:
+    # torch.broadcast_shapes imports SymPy; the meta device and
+    # FlopCounterMode, torch._dynamo. Imported before the socket listens,
+    # like the rest: a launcher that connected during an import would wait.
+    "sympy",
+    "torch._dynamo",
 )
-# Imported between kernels, once the warm process listens: what some pages
-# pull in (torch.broadcast_shapes imports SymPy; the meta device and
-# FlopCounterMode, torch._dynamo), a second or more for each kernel otherwise.
-LATER = ("sympy", "torch._dynamo")
 INLINE = "module://matplotlib_inline.backend_inline"  # ipykernel's MPLBACKEND
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
 
@@ -180,17 +182,11 @@ def run(command: list[str]) -> int:
             server.bind(path)
             server.listen(8)
             server.settimeout(0.2)
-            later = list(LATER)
             while proc.poll() is None:
                 kernels -= {pid for pid in kernels if os.waitpid(pid, os.WNOHANG)[0]}
                 try:
                     conn, _ = server.accept()
                 except TimeoutError:
-                    try:
-                        if later:  # no launcher waiting
-                            __import__(later.pop(0))
-                    except ImportError as error:  # the pages import it then
-                        print(f"warm.py: {error}", file=sys.stderr)
                     continue
                 with conn:  # closed: that launcher starts a kernel of its own
                     try:

@@ -340,7 +340,8 @@ def test_download_runs_in_a_fresh_environment(name, runs):
 @pytest.fixture(scope="module")
 def unpacked_sdist(tmp_path_factory) -> Path:
     """The source archive the English front page offers, unpacked."""
-    if SDIST not in (sdists := offered_files("en", ".tar.gz")):
+    sdists = offered_files("en", ".tar.gz")
+    if SDIST not in sdists:
         pytest.fail(f"No {SDIST} offered in {build_dir() / 'html'}: run `make html`.")
     where = tmp_path_factory.mktemp("sdist")
     with tarfile.open(sdists[SDIST]) as archive:

@@ -17,6 +17,7 @@ import functools
 import posixpath
 import re
 import unicodedata
+from typing import NamedTuple
 
 import pytest
 from bs4 import BeautifulSoup
@@ -41,9 +42,39 @@ def reader(path) -> PdfReader:
     return PdfReader(path)
 
 
+class Printed(NamedTuple):
+    """What one pass of pypdf over every page of a PDF finds (reading a PDF's
+    text takes 20-40 s, the slowest step of these tests: it is done once)."""
+
+    text: str  # every page's text, squeezed
+    chinese: int  # text pieces with a Chinese character
+    wrong: frozenset[str]  # pieces in no CJK font, tofu, radicals (⼀ for 一)
+
+
 @functools.cache
+def printed(path) -> Printed:
+    chinese, wrong = 0, set()
+
+    def visit(text, cm, tm, font, size):
+        nonlocal chinese
+        text = text or ""
+        if CJK.search(text):
+            chinese += 1
+            font = font or {}
+            described = font.get("/FontDescriptor", {})  # Type 3 fonts' name
+            name = str(font.get("/BaseFont") or described.get("/FontName"))
+            if "CJK" not in name:
+                wrong.add(name)
+        wrong.update(f"tofu {c!r}" for c in TOFU & set(text))
+        wrong.update(f"radical {c}" for c in text if 0x2E80 <= ord(c) < 0x2FE0)
+
+    pages = reader(path).pages
+    text = "".join(page.extract_text(visitor_text=visit) for page in pages)
+    return Printed(squeeze(text), chinese, frozenset(wrong))
+
+
 def pdf_text(path) -> str:
-    return squeeze("".join(page.extract_text() for page in reader(path).pages))
+    return printed(path).text
 
 
 @functools.cache
@@ -175,34 +206,19 @@ def test_figures_are_numbered_with_captions(site, pdf):
     numbered = [f"{word}{n}{caption}" for n, caption in enumerate(captions, 1)]
     missing = [m for m in numbered if m not in text]
     assert not missing, f"figures missing from the PDF: {missing}"
-    drawn = sum(
-        len(page.images) + ("/XObject" in page["/Resources"]) for page in pdf.pages
-    )
-    assert drawn >= len(captions), (
-        f"{drawn} pages draw figures, {len(captions)} captions"
-    )
+    # Chromium draws a figure as an external object (XObject): an image, or a
+    # form of vector drawing. (pypdf's page.images would also parse every
+    # page's drawing commands for inline images, 13 s for the English PDF.)
+    drawn = sum(len(page["/Resources"].get("/XObject", {})) for page in pdf.pages)
+    assert drawn >= len(captions), f"{drawn} figures drawn, {len(captions)} captions"
 
 
 def test_chinese_is_drawn_in_a_cjk_font():
-    pdf = reader(load_site("zh_CN").html / PDF["zh_CN"])
-    wrong, seen = set(), 0
-
-    def visit(text, cm, tm, font, size):
-        nonlocal seen
-        if CJK.search(text or ""):
-            seen += 1
-            font = font or {}
-            described = font.get("/FontDescriptor", {})  # Type 3 fonts' name
-            name = str(font.get("/BaseFont") or described.get("/FontName"))
-            if "CJK" not in name:
-                wrong.add(name)
-        wrong.update(f"tofu {c!r}" for c in TOFU & set(text or ""))
-        wrong.update(f"radical {c}" for c in text or "" if 0x2E80 <= ord(c) < 0x2FE0)
-
-    for page in pdf.pages:
-        page.extract_text(visitor_text=visit)
-    assert seen, "no Chinese text in the Chinese PDF"
-    assert not wrong, f"Chinese drawn without a CJK font, or missing: {wrong}"
+    found = printed(load_site("zh_CN").html / PDF["zh_CN"])
+    assert found.chinese, "no Chinese text in the Chinese PDF"
+    assert not found.wrong, (
+        f"Chinese drawn without a CJK font, or missing: {set(found.wrong)}"
+    )
 
 
 #: The whole site on disk, both editions and both PDFs, in bytes. Issue 30 set
