@@ -70,8 +70,16 @@ def _got(value: object) -> str:
     return text if plain else f"{text} ({type(value).__name__})"
 
 
-def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> None:
-    """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back."""
+def _room(
+    name: str,
+    num_tokens: int,
+    context_length: int,
+    held=0,
+    fed=0,
+    limit="context_length",
+) -> None:
+    """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back;
+    ``limit`` names the ``context_length`` (``"cache.context_length"``)."""
     room = context_length - held - fed
     why = ""
     if held:
@@ -80,8 +88,8 @@ def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> Non
         why += f" and max_new_tokens={fed + 1} feeds {fed} back"
     if num_tokens > room:
         raise ValueError(
-            f"{name} has {num_tokens} tokens but context_length is {context_length}"
-            f"{why}; pass at most {room} tokens or build with a larger context_length"
+            f"{name} has {num_tokens} tokens but {limit} is {context_length}"
+            f"{why}; pass at most {room} tokens or build with a larger {limit}"
         )
 
 
@@ -299,6 +307,9 @@ def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more)
             expected = f"be None or a bool tensor of shape {shape}"
             got = f"{future.dtype} {tuple(future.shape)}"
             raise ValueError(_must("future", expected, got))
+        if future.device != queries.device:
+            expected = f"be on {queries.device} like queries"
+            raise ValueError(_must("future", expected, future.device))
 
 
 def check_kv(keys, values, cached: torch.Tensor | None, limit: int) -> None:
@@ -338,8 +349,14 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
         raise ValueError(_must("token_ids", expected, f"{low} to {high}"))
 
 
-def check_attention_mask(attention_mask, x=None, held: int | None = None) -> None:
-    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held)."""
+def check_attention_mask(
+    attention_mask, x=None, held: int | None = None, counts: bool = False
+) -> None:
+    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held).
+
+    ``counts``: the mask counts positions (generation, the KV cache), so it
+    must hold integers or bools; a float mask is fine where it only masks.
+    """
     name, mask = "attention_mask", attention_mask
     check_tensor(name, mask)
     expected = "have 2 dimensions (batch, num_tokens)"
@@ -355,6 +372,10 @@ def check_attention_mask(attention_mask, x=None, held: int | None = None) -> Non
     device = mask.device if x is None else x.device
     if mask.device != device:
         raise ValueError(_must(name, f"be on {device} like x", mask.device))
+    if counts and (mask.dtype.is_floating_point or mask.dtype.is_complex):
+        expected = "hold integers or bools (positions are counted from it)"
+        got = f"{mask.dtype}; convert it first: {name}.long()"
+        raise ValueError(_must(name, expected, got))
     if mask.is_meta:
         return  # no values to read
     binary = (mask == 0) | (mask == 1)
@@ -370,6 +391,37 @@ def check_attention_mask(attention_mask, x=None, held: int | None = None) -> Non
             "be left-padded, 0s (pads) then 1s (real tokens), so new tokens follow"
         )
         raise ValueError(_must(name, expected, mask[late].tolist()))
+
+
+def _check_cache_fits(cache, layer: int, attn, batch: int, where: str) -> None:
+    """Raise unless what ``cache`` holds for ``layer`` came from a call like this
+    one: ``batch`` rows, ``attn``'s key/value heads, head size, dtype, device."""
+    cached = cache.keys[layer]
+    if cached is None:
+        return  # nothing held yet: any first call fits
+    weight = attn.W_key.weight
+    kv_heads = getattr(attn, "num_kv_heads", attn.num_heads)
+    now = (batch, kv_heads, attn.head_dim, weight.dtype, weight.device)
+    held = (*cached.shape[:2], cached.shape[3], cached.dtype, cached.device)
+    if now != held:
+        names = "(batch, kv_heads, head_dim, dtype, device)"
+        expected = f"hold keys of {names} = {_tuple(now)} for {where}"
+        got = f"{_tuple(held)}: a cache from another call; start a new KVCache"
+        raise ValueError(_must(f"cache (layer {layer})", expected, got))
+
+
+def _tuple(values: tuple) -> str:
+    """``(2, 2, 3, torch.float32, cpu)``: a tuple as a message shows it."""
+    return "(" + ", ".join(str(v) for v in values) + ")"
+
+
+def check_generate(model, ids, max_new_tokens, attention_mask=None, *, cache_type):
+    """The one check of the generation loops: ``max_new_tokens``, then
+    :func:`check_decode`."""
+    check_positive(max_new_tokens=max_new_tokens)
+    check_decode(
+        model, ids, None, max_new_tokens, attention_mask, cache_type=cache_type
+    )
 
 
 def check_decode(
@@ -398,6 +450,9 @@ def check_decode(
         if cache.num_layers != layers:
             expected = f"have num_layers={layers}, one per layer of model"
             raise ValueError(_must("cache", expected, cache.num_layers))
+        if len(set(cache.lengths)) > 1:
+            expected = "hold as many tokens in every layer (a decode_step cache)"
+            raise ValueError(_must("cache", expected, cache.lengths))
     fed = 0
     if max_new_tokens is not None:
         check_positive(max_new_tokens=max_new_tokens)
@@ -405,6 +460,11 @@ def check_decode(
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
     _room("token_ids", ids.shape[1], model.context_length, held, fed)
+    if cache is not None:
+        limit = "cache.context_length"
+        _room("token_ids", ids.shape[1], cache.context_length, held, fed, limit)
+        for i, layer in enumerate(model.layers):
+            _check_cache_fits(cache, i, layer, ids.shape[0], f"model.layers[{i}]")
     if position_ids is not None:
         check_position_ids(position_ids, ids.shape[1], ids.shape[0], ids.device)
         table = getattr(model, "pos_emb", None)  # learned positions: a table
@@ -415,7 +475,7 @@ def check_decode(
                 raise ValueError(_must("position_ids", expected, high))
     if attention_mask is None:
         return
-    check_attention_mask(attention_mask, ids, held)
+    check_attention_mask(attention_mask, ids, held, counts=True)
     if max_new_tokens is None or attention_mask.is_meta:
         return  # nothing is generated after the mask's last column
     if not attention_mask[:, -1].all():
@@ -431,8 +491,10 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None, *, cache_type:
     check_integer("layer", layer, 0, cache.num_layers)
     held = cache.num_tokens(layer)
     check_batch(attn, x, held=held)
+    _room("x", x.shape[-2], cache.context_length, held, limit="cache.context_length")
+    _check_cache_fits(cache, layer, attn, x.shape[0], "attn")
     if attention_mask is not None:
-        check_attention_mask(attention_mask, x, held)
+        check_attention_mask(attention_mask, x, held, counts=True)
 
 
 def check_training(

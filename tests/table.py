@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 from helpers import chapter_state, reference_multihead, reference_rope
 from hypothesis import strategies as st
@@ -533,8 +534,8 @@ def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
     def sample(d: Draw) -> Sample:
         Tq, Tk, hd, tile = d.int(1, 6), d.int(1, 6), d.int(1, 4), d.int(1, 5)
         causal = d.flag()
-        if causal and fn is A.tile_backward:  # one tile pair: no query sees nothing
-            Tk = max(Tk, Tq)
+        if causal and d.flag():  # more queries than keys: query 0 sees no key
+            Tq, Tk = max(Tq, Tk) + 1, min(Tq, Tk)
         q, grad_out = d.t(2, Tq, hd), d.t(2, Tq, hd)
         k, v = d.t(2, Tk, hd), d.t(2, Tk, hd)
         hidden = future(Tq, Tk).to(q.device) if causal else None
@@ -874,6 +875,13 @@ def _train_with(**overrides) -> Callable[[], object]:
     return call
 
 
+def _uneven_cache(model: TinyAttentionModel) -> KVCache:
+    """A cache whose first layer alone holds tokens (2 of them)."""
+    cache = KVCache(model.context_length, len(model.layers))
+    CACHED(model.layers[0], z(1, 2, model.layers[0].d_in), cache)
+    return cache
+
+
 def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
     """A model, token ids and a length that do not fit, for each generator."""
     if name == "decode_step":
@@ -924,9 +932,67 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 "position_ids; pos_emb; 6",
             ),
         )
+    if name == "decode_step":
+        small = lambda: TinyAttentionModel(7, 4, 6, num_heads=2, num_layers=2)  # noqa: E731
+        errors += (
+            bad(
+                "mask-float",
+                lambda: A.decode_step(model(), ids, KVCache(6), torch.ones(1, 2)),
+                "attention_mask; float32; integers",
+            ),
+            # the cache's own context_length, shorter than the model's
+            bad(
+                "cache-too-long",
+                lambda: A.decode_step(model(), z(1, 5).long(), KVCache(4)),
+                "cache.context_length; 4; 5",
+            ),
+            # a cache that another call filled: another batch, or another width
+            bad(
+                "cache-batch",
+                lambda: A.decode_step(
+                    model(), torch.tensor([[1], [2]]), _decode_cache(model(), ids)
+                ),
+                "cache; batch; 2; 1",
+            ),
+            bad(
+                "cache-dtype",
+                lambda: A.decode_step(
+                    model(), ids, _decode_cache(model().double(), ids)
+                ),
+                "cache; float64; float32",
+            ),
+            bad(
+                "cache-layers",
+                lambda: A.decode_step(small(), ids, KVCache(6)),
+                "cache; num_layers; 2; 1",
+            ),
+            # layer 0 filled by cached_attention alone: layers out of step
+            bad(
+                "cache-uneven",
+                lambda: A.decode_step(small(), ids, _uneven_cache(small())),
+                "cache; every layer; (2, 0)",
+            ),
+        )
     if name != "decode_step":
         right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
         errors += (
+            *bad_values(lambda n: run(model(), ids, n), "max_new_tokens"),
+            bad(
+                "n-numpy-float",
+                lambda: run(model(), ids, np.float64(2)),
+                "max_new_tokens; float64",
+                TYPE,
+            ),
+            bad(
+                "mask-float",
+                lambda: run(model(), ids, 2, torch.ones(1, 2)),
+                "attention_mask; float32; integers",
+            ),
+            bad(
+                "mask-device",
+                lambda: run(model(), ids, 2, torch.ones(1, 2, device="meta").long()),
+                "attention_mask; meta; cpu",
+            ),
             bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),
             # the prompt fills the context: no room for a token fed back
             bad(
@@ -1024,6 +1090,21 @@ MHA_CLASS = MultiHeadAttention
 GQA = built(GroupedQueryAttention, **MHA_ARGS, num_kv_heads=1)
 IDS_ = "token_ids|token ids"
 CPU_ONLY = ("cpu",)
+
+
+def _cache_of(attn: nn.Module, x: torch.Tensor, context_length: int = 6) -> KVCache:
+    """A cache that ``attn`` filled with ``x``: the cache of another call."""
+    cache = KVCache(context_length)
+    CACHED(attn, x, cache)
+    return cache
+
+
+def _decode_cache(model: TinyAttentionModel, ids: torch.Tensor) -> KVCache:
+    """A cache that ``model`` filled with ``ids`` through ``decode_step``."""
+    cache = KVCache(model.context_length, len(model.layers))
+    A.decode_step(model, ids, cache)
+    return cache
+
 
 PUBLIC: list[OpInfo] = []
 
@@ -1393,6 +1474,16 @@ public(
     _backward_ref,
     *not_tensors(lambda g: A.tile_backward(Q, Q, Q, g, LSE, LSE), "grad_out"),
     bad("lse", lambda: A.tile_backward(Q, Q, Q, Q, z(1, 3), LSE), "lse; (1, 3)"),
+    bad(
+        "future-meta",
+        lambda: A.tile_backward(Q, Q, Q, Q, LSE, LSE, future(2, 2).to("meta")),
+        "future; meta; cpu",
+    ),
+    bad(
+        "future-float",
+        lambda: A.tile_backward(Q, Q, Q, Q, LSE, LSE, future(2, 2).float()),
+        "future; bool; float32",
+    ),
 )
 
 
@@ -1533,6 +1624,68 @@ public(
         lambda: CACHED(MHA(), z(1, 7, 4), KVCache(8)),
         "context_length; 6; 7",
     ),
+    # the cache's own context_length, shorter than the module's
+    bad(
+        "cache-too-long",
+        lambda: CACHED(MHA(), z(1, 5, 4), KVCache(4)),
+        "cache.context_length; 4; 5",
+    ),
+    bad(
+        "cache-full",
+        lambda: CACHED(MHA(), z(1, 1, 4), _cache_of(MHA(), z(1, 4, 4), 4)),
+        "cache.context_length; 4; holds",
+    ),
+    # a cache that another call filled: another batch, heads, dtype, device
+    bad(
+        "cache-batch",
+        lambda: CACHED(MHA(), z(3, 1, 4), _cache_of(MHA(), z(2, 3, 4))),
+        "cache; batch; 3; 2",
+    ),
+    bad(
+        "cache-kv-heads",
+        lambda: CACHED(GQA(), z(2, 1, 4), _cache_of(MHA(), z(2, 3, 4))),
+        "cache; kv_heads; another call",
+    ),
+    bad(
+        "cache-dtype",
+        lambda: CACHED(
+            MHA(), z(2, 1, 4), _cache_of(MHA().double(), z(2, 3, 4).double())
+        ),
+        "cache; float64; float32",
+    ),
+    bad(
+        "cache-device",
+        lambda: CACHED(
+            MHA(), z(2, 1, 4), _cache_of(MHA().to("meta"), z(2, 3, 4).to("meta"))
+        ),
+        "cache; meta; cpu",
+    ),
+    bad(
+        "cache-layer",
+        lambda: CACHED(MHA(), z(1, 1, 4), KVCache(6), layer=1),
+        "layer; 1",
+    ),
+    bad(
+        "cache-layer-numpy-float",
+        lambda: CACHED(MHA(), z(1, 1, 4), KVCache(6), layer=np.float64(0)),
+        "layer; float64",
+        TYPE,
+    ),
+    bad(
+        "mask-float",
+        lambda: CACHED(MHA(), z(1, 2, 4), KVCache(6), attention_mask=torch.ones(1, 2)),
+        "attention_mask; float32; integers",
+    ),
+    bad(
+        "mask-device",
+        lambda: CACHED(
+            MHA(),
+            z(1, 2, 4),
+            KVCache(6),
+            attention_mask=torch.ones(1, 2, device="meta").long(),
+        ),
+        "attention_mask; meta; cpu",
+    ),
 )
 
 
@@ -1589,6 +1742,11 @@ public(
         for name in KV_SIZES
         for e in bad_values(lambda v, name=name: _kv_sizes(**{name: v}), name)[:2]
     ),
+    bad(
+        "numpy-float", lambda: _kv_sizes(tokens=np.float64(2)), "tokens; float64", TYPE
+    ),
+    bad("numpy-bool", lambda: _kv_sizes(layers=np.bool_(True)), "layers; bool", TYPE),
+    bad("numpy-zero", lambda: _kv_sizes(batch=np.int64(0)), "batch; 0"),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
@@ -1840,6 +1998,18 @@ public(
         "indivisible",
         lambda: VariantInfo().build(MHA_CLASS, 4, 6, 8, 0.0, 4),
         "d_out; num_heads",
+    ),
+    bad(
+        "cls-name",
+        lambda: VariantInfo().build("mha", 4, 6, 8, 0.0, 2),
+        "cls; nn.Module; mha",
+        TYPE,
+    ),
+    bad(
+        "cls-instance",
+        lambda: VariantInfo().build(MHA(), 4, 6, 8, 0.0, 2),
+        "cls; MultiHeadAttention",
+        TYPE,
     ),
     devices=CPU_ONLY,
 )
