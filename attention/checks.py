@@ -81,16 +81,23 @@ def _room(
     """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back;
     ``limit`` names the ``context_length`` (``"cache.context_length"``)."""
     room = context_length - held - fed
-    why = ""
-    if held:
-        why += f" and the cache holds {held}"
-    if fed:
+    if num_tokens <= room:
+        return
+    held_words = f" and the cache holds {held}" if held else ""
+    most = context_length - held - num_tokens + 1  # new tokens that fit, if any
+    if room < 1 <= most:  # no prompt could fit: max_new_tokens is what is wrong
+        expected = f"be at most {most}: {name} has {num_tokens} tokens{held_words}"
+        expected += f" and {limit} is {context_length}"
+        raise ValueError(_must("max_new_tokens", expected, fed + 1))
+    why = held_words
+    if room < 1:  # the tokens alone do not fit: say so, whatever is fed back
+        room = context_length - held
+    elif fed:
         why += f" and max_new_tokens={fed + 1} feeds {fed} back"
-    if num_tokens > room:
-        raise ValueError(
-            f"{name} has {num_tokens} tokens but {limit} is {context_length}"
-            f"{why}; pass at most {room} tokens or build with a larger {limit}"
-        )
+    raise ValueError(
+        f"{name} has {num_tokens} tokens but {limit} is {context_length}"
+        f"{why}; pass at most {room} tokens or build with a larger {limit}"
+    )
 
 
 def check_flag(name: str, value: bool) -> None:
@@ -111,6 +118,19 @@ def check_integer(name: str, value: int, smallest=-math.inf, below=math.inf) -> 
         raise ArgumentTypeError(_must(name, kind, _got(value)))
     if not smallest <= value < below:
         raise ValueError(_must(name, kind, value))
+
+
+def check_seed(seed: int) -> None:
+    """Raise unless ``seed`` is an integer that torch's generators take."""
+    check_integer("seed", seed, smallest=-(2**63), below=2**64)
+
+
+def check_storage(name: str, value: object, nbytes: int) -> None:
+    """Raise unless a tensor of ``nbytes`` bytes, which ``name=value`` asks
+    for, has a size torch can count (below ``2**63`` bytes)."""
+    if nbytes >= 2**63:
+        expected = "leave the tensor it makes below 2**63 bytes, the most torch counts"
+        raise ValueError(_must(name, expected, f"{value} ({nbytes} bytes)"))
 
 
 def check_positive(**sizes: int) -> None:
@@ -352,11 +372,9 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
 def check_attention_mask(
     attention_mask, x=None, held: int | None = None, counts: bool = False
 ) -> None:
-    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held).
-
-    ``counts``: the mask counts positions (generation, the KV cache), so it
-    must hold integers or bools; a float mask is fine where it only masks.
-    """
+    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held)."""
+    # counts: positions are counted from the mask (generation, the KV cache),
+    # so it must hold integers or bools; a float mask will do where it only masks.
     name, mask = "attention_mask", attention_mask
     check_tensor(name, mask)
     expected = "have 2 dimensions (batch, num_tokens)"
@@ -528,7 +546,7 @@ def check_training(
         expected = f"be at most the number of sequences, {len(ids)}"
         raise ValueError(_must("batch_size", expected, batch_size))
     check_number("lr", lr)
-    check_integer("seed", seed)
+    check_seed(seed)
     counted = targets[targets != ignore_index]
     vocab_size = model.vocab_size
     ok = counted.numel() > 0
@@ -662,6 +680,17 @@ def check_register(name: str, cls: type, info: object, taken: dict) -> None:
         raise ArgumentTypeError(_must("info", "be a VariantInfo", _got(info)))
 
 
+def check_variant_spec(spec: object) -> None:
+    """Raise unless ``spec`` reads ``module:Class`` or ``name=module:Class``."""
+    expected = "be 'module:Class' or 'name=module:Class'"
+    if not isinstance(spec, str):
+        raise ArgumentTypeError(_must("spec", expected, _got(spec)))
+    target = spec.rpartition("=")[2]
+    module_name, colon, class_name = target.partition(":")
+    if not (colon and module_name and class_name):
+        raise ValueError(_must("spec", expected, repr(spec)))
+
+
 def check_same_sizes(sizes: dict[str, tuple[object, object]]) -> None:
     """Raise unless each ``name: (in src, in dst)`` of ``sizes`` is one value."""
     for name, (a, b) in sizes.items():
@@ -687,7 +716,7 @@ def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) ->
     name = "position_ids"
     check_tensor(name, position_ids)
     dtype = position_ids.dtype
-    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+    if dtype not in (torch.int64, torch.int32):  # what an embedding table takes
         got = f"{dtype}; convert them first: {name}.long()"
         raise ValueError(_must(name, "be integer positions (torch.long)", got))
     shape = tuple(position_ids.shape)
@@ -735,6 +764,8 @@ def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         expected = "be a floating-point torch.dtype such as torch.float64"
         raise ArgumentTypeError(_must("dtype", expected, _got(dtype)))
+    nbytes = position_ids.numel() * (head_dim // 2) * dtype.itemsize
+    check_storage("head_dim", head_dim, nbytes)
 
 
 def check_state_layout(state: object, num_heads: int) -> list[str]:

@@ -925,6 +925,11 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 lambda: at(torch.tensor([0, 1, 2])),
                 "position_ids; (3,)",
             ),
+            bad(
+                "positions-uint8",
+                lambda: at(torch.tensor([0, 1], dtype=torch.uint8)),
+                "position_ids; uint8",
+            ),
             # a learned table has 6 rows: position 6 has none
             bad(
                 "positions-past-table",
@@ -977,6 +982,12 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
         right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
         errors += (
             *bad_values(lambda n: run(model(), ids, n), "max_new_tokens"),
+            # ids hold 2 of the 6 tokens: at most 5 new ones, whatever n is
+            bad(
+                "n-huge",
+                lambda: run(model(), ids, 2**70),
+                "max_new_tokens; 5; 1180591620717411303424",
+            ),
             bad(
                 "n-numpy-float",
                 lambda: run(model(), ids, np.float64(2)),
@@ -1723,6 +1734,17 @@ public(
     bad("x-rank", lambda: A.repeat_kv(z(2, 3, 4), 2), "x; 4; 3"),
     *bad_values(lambda v: A.repeat_kv(z(1, 2, 3, 4), v), "repeats"),
     bad(
+        "repeats-overflow",
+        lambda: A.repeat_kv(z(1, 2, 3, 4), 2**62),
+        "repeats; 4611686018427387904",
+    ),
+    bad(
+        "repeats-numpy-float",
+        lambda: A.repeat_kv(z(1, 2, 3, 4), np.float64(2)),
+        "repeats; float64",
+        TYPE,
+    ),
+    bad(
         "check-str",
         lambda: A.repeat_kv(z(1, 2, 3, 4), 2, check="no"),
         "check; no",
@@ -1858,6 +1880,18 @@ public(
     ),
     *bad_values(lambda v: A.previous_token_data(v, 3, 4), "num_sequences")[:2],
     *bad_values(lambda v: A.previous_token_data(2, 3, v), "vocab_size")[:2],
+    # torch's generators take seeds in [-2**63, 2**64): no raw OverflowError
+    bad(
+        "seed-huge",
+        lambda: A.previous_token_data(2, 3, 4, seed=2**64),
+        "seed; 18446744073709551616",
+    ),
+    bad(
+        "seed-numpy-float",
+        lambda: A.previous_token_data(2, 3, 4, seed=np.float64(1)),
+        "seed; float64",
+        TYPE,
+    ),
     devices=CPU_ONLY,
 )
 
@@ -1940,6 +1974,7 @@ public(
     ),
     bad("steps-0", _train_with(steps=0), "steps; 0"),
     bad("batch_size-0", _train_with(batch_size=0), "batch_size; 0"),
+    bad("seed-huge", _train_with(seed=-(2**63) - 1), "seed; -9223372036854775809"),
     bad(
         "targets-vocab",
         lambda: A.train_model(MODEL(), IDS, IDS + 4, steps=1, batch_size=1),
@@ -2131,6 +2166,12 @@ public(
         "ids-float", lambda: A.apply_rope(z(3, 4), torch.arange(3.0)), f"{POS}; float32"
     ),
     bad("ids-bool", lambda: A.apply_rope(z(3, 4), z(3).bool()), f"{POS}; bool"),
+    # uint8 wraps at 256 and an embedding table refuses it: long or int32 only
+    bad(
+        "ids-uint8",
+        lambda: A.apply_rope(z(3, 4), torch.arange(3, dtype=torch.uint8)),
+        f"{POS}; uint8",
+    ),
     bad(
         "ids-length", lambda: A.apply_rope(z(3, 4), torch.arange(4)), f"{POS}; (4,); 3"
     ),
@@ -2206,6 +2247,8 @@ public(
     lambda s: torch.tensor([*range(0, s.args[0], 2), *range(1, s.args[0], 2)]),
     *bad_values(A.rope_permutation, "head_dim"),
     bad("odd", lambda: A.rope_permutation(5), "head_dim; 5"),
+    # 2**62 int64 indices: a size torch cannot count, not a RuntimeError
+    bad("overflow", lambda: A.rope_permutation(2**62), "head_dim; 2**63"),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
@@ -2289,6 +2332,11 @@ public(
     bad("multiples-0", lambda: A.accuracy_by_length(multiples=(1, 0)), "multiples; 0"),
     bad("steps-0", lambda: A.accuracy_by_length(steps=0), "steps; 0"),
     bad("seed-str", lambda: A.accuracy_by_length(seed="0"), "seed; 0", TYPE),
+    bad(
+        "seed-huge",
+        lambda: A.accuracy_by_length(seed=2**70),
+        "seed; 1180591620717411303424",
+    ),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
