@@ -32,6 +32,7 @@ the leading dimensions that every tensor of the call shares.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Protocol
 
@@ -170,6 +171,8 @@ def check_attention_args(
 ):
     """Check the constructor arguments every causal attention class shares."""
     check_positive(d_in=d_in, d_out=d_out, context_length=context_length)
+    # the causal mask: context_length x context_length bools, a byte each
+    check_storage("context_length", context_length, context_length**2)
     check_number("dropout", dropout, high=1)
     check_divides(("num_heads", num_heads), ("d_out", d_out))
     check_flag("qkv_bias", qkv_bias)
@@ -678,6 +681,35 @@ def check_register(name: str, cls: type, info: object, taken: dict) -> None:
         raise ValueError(_must("name", expected, cls.__name__))
     if not isinstance(info, VariantInfo | None):
         raise ArgumentTypeError(_must("info", "be a VariantInfo", _got(info)))
+    if info is not None:
+        check_variant_info(info)
+
+
+def check_variant_info(info: VariantInfo) -> None:
+    """Raise unless the fields of ``info`` are what the suite and the benchmark read."""
+    dtypes = info.dtypes
+    floats = isinstance(dtypes, tuple) and len(dtypes) > 0
+    floats = floats and all(isinstance(d, torch.dtype) for d in dtypes)
+    if not (floats and all(d.is_floating_point for d in dtypes)):
+        expected = "be a tuple of floating-point torch.dtypes"
+        raise ArgumentTypeError(_must("info.dtypes", expected, _got(dtypes)))
+    devices = info.devices
+    names = isinstance(devices, tuple) and len(devices) > 0
+    if not (names and all(isinstance(d, str) for d in devices)):
+        expected = "be a tuple of device types such as 'cpu'"
+        raise ArgumentTypeError(_must("info.devices", expected, _got(devices)))
+    tolerances = info.tolerances
+    pairs = isinstance(tolerances, Mapping) and all(
+        isinstance(t, tuple) and len(t) == 2 for t in tolerances.values()
+    )
+    if not pairs:
+        expected = "be a mapping from dtype to (atol, rtol)"
+        raise ArgumentTypeError(_must("info.tolerances", expected, _got(tolerances)))
+    check_flag("info.same_parameter_count", info.same_parameter_count)
+    kwargs = info.kwargs
+    if not (isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)):
+        expected = "be a mapping from keyword names to values"
+        raise ArgumentTypeError(_must("info.kwargs", expected, _got(kwargs)))
 
 
 def check_variant_spec(spec: object) -> None:

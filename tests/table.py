@@ -1175,6 +1175,8 @@ public(
     bad("device-str", lambda: A.causal_mask(3, device="nowhere"), "device; nowhere"),
     # a corner a fuzz found (issue 26), as the three records after it
     bad("cuda-without-cuda", lambda: A.causal_mask(3, device="cuda"), "device; cuda"),
+    # 2**64 bools: a size torch cannot count (a raw RuntimeError before)
+    bad("overflow", lambda: A.causal_mask(2**32), "num_tokens; 4294967296; 2**63"),
     dtypes=(F32,),
 )
 
@@ -1298,6 +1300,11 @@ public(
     lambda s: _chapter_ref(s.fn, *s.args),
     *batch_inputs(GQA),
     *bad_values(lambda v: GQA(num_kv_heads=v), "num_kv_heads"),
+    bad(
+        "context-overflow",
+        lambda: GQA(context_length=2**32),
+        "context_length; 4294967296; 2**63",
+    ),
     bad(
         "kv-split",
         lambda: GroupedQueryAttention(4, 8, 6, 0.0, 4, 3),
@@ -2020,6 +2027,25 @@ public(
         TYPE,
     ),
     bad("info", lambda: A.register("mine", MultiHeadAttention, {}), "info; dict", TYPE),
+    # the fields the suite and the benchmark read, checked when they come in
+    *(
+        bad(
+            f"info-{case}",
+            lambda field=field, value=value: A.register(
+                "mine", MultiHeadAttention, VariantInfo(**{field: value})
+            ),
+            f"info.{field}; {shown}",
+            TYPE,
+        )
+        for case, field, value, shown in [
+            ("dtypes-int", "dtypes", (torch.int64,), "int64"),
+            ("dtypes-str", "dtypes", "float32", "float32"),
+            ("devices-int", "devices", ("cpu", 3), "3"),
+            ("tolerances-float", "tolerances", {F32: 1e-5}, "atol"),
+            ("same-count-int", "same_parameter_count", 1, "1"),
+            ("kwargs-int-key", "kwargs", {1: 2}, "keyword"),
+        ]
+    ),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
