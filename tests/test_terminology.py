@@ -29,19 +29,14 @@ CATALOGS = ROOT / "book" / "locales" / "zh_CN" / "LC_MESSAGES"
 #: (English term, start of the msgid): where the English word is not the
 #: term, with the reason. Keep this short.
 EXCEPTIONS = {
-    # Until the glossary's row for "rotary position embedding" (旋转位置编码)
-    # lands with the rotary page, whose term base knows the longer term.
-    ("embedding", "Rotary position embeddings (beyond the chapter)"): (
-        "'rotary position embedding' is one term: 旋转位置编码, no 嵌入"
-    ),
-    ("embedding", "Book section: Beyond the chapter, Rotary position embeddings."): (
-        "'rotary position embedding' is one term: 旋转位置编码, no 嵌入"
-    ),
     ("value", "The 6 by 6 causal attention weights after dropout"): (
         "'the original values': numbers, not the value vectors"
     ),
     ("tile", "`torch.repeat_interleave(x, 3, dim=1)` gives"): (
         "'repeat tiles the heads': the verb, not a FlashAttention tile"
+    ),
+    ("base", "The book has a 简体中文 edition (the language"): (
+        "'the edition's term base': the glossary's table, not RoPE's base"
     ),
 }
 
@@ -112,10 +107,32 @@ def uses(text: str, english: str) -> bool:
     >>> uses("it was prompted", "prompt"), uses("masked outputs", "masked out")
     (False, False)
     """
-    words = r"(?:\s+|-)".join(re.escape(word) for word in english.split())
-    pattern = rf"(?<![\w-]){words}(?:s|es)?(?![\w-])"
     flags = 0 if english[:1].isupper() else re.IGNORECASE
-    return re.search(pattern, text, flags) is not None
+    return re.search(term_pattern(english), text, flags) is not None
+
+
+def term_pattern(english: str) -> str:
+    """The regex :func:`uses` looks for: the words of ``english``, plural included."""
+    words = r"(?:\s+|-)".join(re.escape(word) for word in english.split())
+    return rf"(?<![\w-]){words}(?:s|es)?(?![\w-])"
+
+
+def outside_longer_terms(text: str, term: Term, terms) -> str:
+    """``text`` without the longer terms that hold ``term``'s words: the
+    *embedding* of *rotary position embedding* is that term's, whose Chinese
+    (旋转位置编码) need not contain 嵌入.
+
+    >>> rope = Term("rotary position embedding", "旋转位置编码", ())
+    >>> embedding = Term("embedding", "嵌入", ())
+    >>> outside_longer_terms("Rotary position embeddings and an embedding",
+    ...                      embedding, [rope, embedding])
+    '  and an embedding'
+    """
+    for other in terms:
+        if other.english != term.english and uses(other.english, term.english):
+            flags = 0 if other.english[:1].isupper() else re.IGNORECASE
+            text = re.sub(term_pattern(other.english), " ", text, flags=flags)
+    return text
 
 
 def violations(messages, terms=TERMS) -> list[str]:
@@ -134,7 +151,7 @@ def violations(messages, terms=TERMS) -> list[str]:
             if (
                 term.english != term.chinese
                 and not excused
-                and uses(text, term.english)
+                and uses(outside_longer_terms(text, term, terms), term.english)
                 and term.chinese not in msgstr
             ):
                 found.append(
@@ -259,6 +276,11 @@ def test_terminology_check_fails_when_a_token_becomes_a_ling_pai():
         ("Chunked prefill.", "预填充。", "'chunked prefill' without 分段预填充"),
         ("Chunked prefill.", "分块预填充。", "'分块预填充' instead of 分段预填充"),
         ("Chunked prefill, in chunks.", "分段预填充，一段一段地。", None),
+        ("Rotary position embeddings.", "旋转位置编码。", None),  # not 嵌入 too
+        ("Rotary position embeddings.", "旋转位置嵌入。", "'旋转位置嵌入' instead"),
+        ("A position embedding and RoPE.", "位置和 RoPE。", "'embedding' without 嵌入"),
+        ("The base of RoPE.", "RoPE 的基数。", "'基数' instead of 底数"),
+        ("Two layouts.", "两种排列方式。", "'layout' without 布局"),
     ],
 )
 def test_terminology_rules(msgid, msgstr, expected):
