@@ -20,6 +20,7 @@ from .checks import (
     check_batch,
     check_integer,
     check_shapes,
+    check_storage,
 )
 
 
@@ -51,6 +52,7 @@ def causal_mask(
         torch.Size([0, 0])
     """
     check_integer("num_tokens", num_tokens, smallest=0)
+    check_storage("num_tokens", num_tokens, num_tokens**2)  # a byte per pair
     device = as_device(device)
     ones = torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device)
     return torch.triu(ones, diagonal=1)

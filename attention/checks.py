@@ -32,6 +32,7 @@ the leading dimensions that every tensor of the call shares.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from numbers import Integral, Real
 from typing import Protocol
 
@@ -70,19 +71,34 @@ def _got(value: object) -> str:
     return text if plain else f"{text} ({type(value).__name__})"
 
 
-def _room(name: str, num_tokens: int, context_length: int, held=0, fed=0) -> None:
-    """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back."""
+def _room(
+    name: str,
+    num_tokens: int,
+    context_length: int,
+    held=0,
+    fed=0,
+    limit="context_length",
+) -> None:
+    """Raise unless ``num_tokens`` fit after ``held`` cached and ``fed`` fed back;
+    ``limit`` names the ``context_length`` (``"cache.context_length"``)."""
     room = context_length - held - fed
-    why = ""
-    if held:
-        why += f" and the cache holds {held}"
-    if fed:
+    if num_tokens <= room:
+        return
+    held_words = f" and the cache holds {held}" if held else ""
+    most = context_length - held - num_tokens + 1  # new tokens that fit, if any
+    if room < 1 <= most:  # no prompt could fit: max_new_tokens is what is wrong
+        expected = f"be at most {most}: {name} has {num_tokens} tokens{held_words}"
+        expected += f" and {limit} is {context_length}"
+        raise ValueError(_must("max_new_tokens", expected, fed + 1))
+    why = held_words
+    if room < 1:  # the tokens alone do not fit: say so, whatever is fed back
+        room = context_length - held
+    elif fed:
         why += f" and max_new_tokens={fed + 1} feeds {fed} back"
-    if num_tokens > room:
-        raise ValueError(
-            f"{name} has {num_tokens} tokens but context_length is {context_length}"
-            f"{why}; pass at most {room} tokens or build with a larger context_length"
-        )
+    raise ValueError(
+        f"{name} has {num_tokens} tokens but {limit} is {context_length}"
+        f"{why}; pass at most {room} tokens or build with a larger {limit}"
+    )
 
 
 def check_flag(name: str, value: bool) -> None:
@@ -103,6 +119,19 @@ def check_integer(name: str, value: int, smallest=-math.inf, below=math.inf) -> 
         raise ArgumentTypeError(_must(name, kind, _got(value)))
     if not smallest <= value < below:
         raise ValueError(_must(name, kind, value))
+
+
+def check_seed(seed: int) -> None:
+    """Raise unless ``seed`` is an integer that torch's generators take."""
+    check_integer("seed", seed, smallest=-(2**63), below=2**64)
+
+
+def check_storage(name: str, value: object, nbytes: int) -> None:
+    """Raise unless a tensor of ``nbytes`` bytes, which ``name=value`` asks
+    for, has a size torch can count (below ``2**63`` bytes)."""
+    if nbytes >= 2**63:
+        expected = "leave the tensor it makes below 2**63 bytes, the most torch counts"
+        raise ValueError(_must(name, expected, f"{value} ({nbytes} bytes)"))
 
 
 def check_positive(**sizes: int) -> None:
@@ -142,6 +171,8 @@ def check_attention_args(
 ):
     """Check the constructor arguments every causal attention class shares."""
     check_positive(d_in=d_in, d_out=d_out, context_length=context_length)
+    # the causal mask: context_length x context_length bools, a byte each
+    check_storage("context_length", context_length, context_length**2)
     check_number("dropout", dropout, high=1)
     check_divides(("num_heads", num_heads), ("d_out", d_out))
     check_flag("qkv_bias", qkv_bias)
@@ -299,6 +330,9 @@ def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more)
             expected = f"be None or a bool tensor of shape {shape}"
             got = f"{future.dtype} {tuple(future.shape)}"
             raise ValueError(_must("future", expected, got))
+        if future.device != queries.device:
+            expected = f"be on {queries.device} like queries"
+            raise ValueError(_must("future", expected, future.device))
 
 
 def check_kv(keys, values, cached: torch.Tensor | None, limit: int) -> None:
@@ -338,8 +372,12 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
         raise ValueError(_must("token_ids", expected, f"{low} to {high}"))
 
 
-def check_attention_mask(attention_mask, x=None, held: int | None = None) -> None:
+def check_attention_mask(
+    attention_mask, x=None, held: int | None = None, counts: bool = False
+) -> None:
     """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held)."""
+    # counts: positions are counted from the mask (generation, the KV cache),
+    # so it must hold integers or bools; a float mask will do where it only masks.
     name, mask = "attention_mask", attention_mask
     check_tensor(name, mask)
     expected = "have 2 dimensions (batch, num_tokens)"
@@ -355,6 +393,10 @@ def check_attention_mask(attention_mask, x=None, held: int | None = None) -> Non
     device = mask.device if x is None else x.device
     if mask.device != device:
         raise ValueError(_must(name, f"be on {device} like x", mask.device))
+    if counts and (mask.dtype.is_floating_point or mask.dtype.is_complex):
+        expected = "hold integers or bools (positions are counted from it)"
+        got = f"{mask.dtype}; convert it first: {name}.long()"
+        raise ValueError(_must(name, expected, got))
     if mask.is_meta:
         return  # no values to read
     binary = (mask == 0) | (mask == 1)
@@ -370,6 +412,37 @@ def check_attention_mask(attention_mask, x=None, held: int | None = None) -> Non
             "be left-padded, 0s (pads) then 1s (real tokens), so new tokens follow"
         )
         raise ValueError(_must(name, expected, mask[late].tolist()))
+
+
+def _check_cache_fits(cache, layer: int, attn, batch: int, where: str) -> None:
+    """Raise unless what ``cache`` holds for ``layer`` came from a call like this
+    one: ``batch`` rows, ``attn``'s key/value heads, head size, dtype, device."""
+    cached = cache.keys[layer]
+    if cached is None:
+        return  # nothing held yet: any first call fits
+    weight = attn.W_key.weight
+    kv_heads = getattr(attn, "num_kv_heads", attn.num_heads)
+    now = (batch, kv_heads, attn.head_dim, weight.dtype, weight.device)
+    held = (*cached.shape[:2], cached.shape[3], cached.dtype, cached.device)
+    if now != held:
+        names = "(batch, kv_heads, head_dim, dtype, device)"
+        expected = f"hold keys of {names} = {_tuple(now)} for {where}"
+        got = f"{_tuple(held)}: a cache from another call; start a new KVCache"
+        raise ValueError(_must(f"cache (layer {layer})", expected, got))
+
+
+def _tuple(values: tuple) -> str:
+    """``(2, 2, 3, torch.float32, cpu)``: a tuple as a message shows it."""
+    return "(" + ", ".join(str(v) for v in values) + ")"
+
+
+def check_generate(model, ids, max_new_tokens, attention_mask=None, *, cache_type):
+    """The one check of the generation loops: ``max_new_tokens``, then
+    :func:`check_decode`."""
+    check_positive(max_new_tokens=max_new_tokens)
+    check_decode(
+        model, ids, None, max_new_tokens, attention_mask, cache_type=cache_type
+    )
 
 
 def check_decode(
@@ -398,6 +471,9 @@ def check_decode(
         if cache.num_layers != layers:
             expected = f"have num_layers={layers}, one per layer of model"
             raise ValueError(_must("cache", expected, cache.num_layers))
+        if len(set(cache.lengths)) > 1:
+            expected = "hold as many tokens in every layer (a decode_step cache)"
+            raise ValueError(_must("cache", expected, cache.lengths))
     fed = 0
     if max_new_tokens is not None:
         check_positive(max_new_tokens=max_new_tokens)
@@ -405,6 +481,11 @@ def check_decode(
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
     _room("token_ids", ids.shape[1], model.context_length, held, fed)
+    if cache is not None:
+        limit = "cache.context_length"
+        _room("token_ids", ids.shape[1], cache.context_length, held, fed, limit)
+        for i, layer in enumerate(model.layers):
+            _check_cache_fits(cache, i, layer, ids.shape[0], f"model.layers[{i}]")
     if position_ids is not None:
         check_position_ids(position_ids, ids.shape[1], ids.shape[0], ids.device)
         table = getattr(model, "pos_emb", None)  # learned positions: a table
@@ -415,7 +496,7 @@ def check_decode(
                 raise ValueError(_must("position_ids", expected, high))
     if attention_mask is None:
         return
-    check_attention_mask(attention_mask, ids, held)
+    check_attention_mask(attention_mask, ids, held, counts=True)
     if max_new_tokens is None or attention_mask.is_meta:
         return  # nothing is generated after the mask's last column
     if not attention_mask[:, -1].all():
@@ -431,8 +512,10 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None, *, cache_type:
     check_integer("layer", layer, 0, cache.num_layers)
     held = cache.num_tokens(layer)
     check_batch(attn, x, held=held)
+    _room("x", x.shape[-2], cache.context_length, held, limit="cache.context_length")
+    _check_cache_fits(cache, layer, attn, x.shape[0], "attn")
     if attention_mask is not None:
-        check_attention_mask(attention_mask, x, held)
+        check_attention_mask(attention_mask, x, held, counts=True)
 
 
 def check_training(
@@ -466,7 +549,7 @@ def check_training(
         expected = f"be at most the number of sequences, {len(ids)}"
         raise ValueError(_must("batch_size", expected, batch_size))
     check_number("lr", lr)
-    check_integer("seed", seed)
+    check_seed(seed)
     counted = targets[targets != ignore_index]
     vocab_size = model.vocab_size
     ok = counted.numel() > 0
@@ -598,6 +681,46 @@ def check_register(name: str, cls: type, info: object, taken: dict) -> None:
         raise ValueError(_must("name", expected, cls.__name__))
     if not isinstance(info, VariantInfo | None):
         raise ArgumentTypeError(_must("info", "be a VariantInfo", _got(info)))
+    if info is not None:
+        check_variant_info(info)
+
+
+def check_variant_info(info: VariantInfo) -> None:
+    """Raise unless the fields of ``info`` are what the suite and the benchmark read."""
+    dtypes = info.dtypes
+    floats = isinstance(dtypes, tuple) and len(dtypes) > 0
+    floats = floats and all(isinstance(d, torch.dtype) for d in dtypes)
+    if not (floats and all(d.is_floating_point for d in dtypes)):
+        expected = "be a tuple of floating-point torch.dtypes"
+        raise ArgumentTypeError(_must("info.dtypes", expected, _got(dtypes)))
+    devices = info.devices
+    names = isinstance(devices, tuple) and len(devices) > 0
+    if not (names and all(isinstance(d, str) for d in devices)):
+        expected = "be a tuple of device types such as 'cpu'"
+        raise ArgumentTypeError(_must("info.devices", expected, _got(devices)))
+    tolerances = info.tolerances
+    pairs = isinstance(tolerances, Mapping) and all(
+        isinstance(t, tuple) and len(t) == 2 for t in tolerances.values()
+    )
+    if not pairs:
+        expected = "be a mapping from dtype to (atol, rtol)"
+        raise ArgumentTypeError(_must("info.tolerances", expected, _got(tolerances)))
+    check_flag("info.same_parameter_count", info.same_parameter_count)
+    kwargs = info.kwargs
+    if not (isinstance(kwargs, Mapping) and all(isinstance(k, str) for k in kwargs)):
+        expected = "be a mapping from keyword names to values"
+        raise ArgumentTypeError(_must("info.kwargs", expected, _got(kwargs)))
+
+
+def check_variant_spec(spec: object) -> None:
+    """Raise unless ``spec`` reads ``module:Class`` or ``name=module:Class``."""
+    expected = "be 'module:Class' or 'name=module:Class'"
+    if not isinstance(spec, str):
+        raise ArgumentTypeError(_must("spec", expected, _got(spec)))
+    target = spec.rpartition("=")[2]
+    module_name, colon, class_name = target.partition(":")
+    if not (colon and module_name and class_name):
+        raise ValueError(_must("spec", expected, repr(spec)))
 
 
 def check_same_sizes(sizes: dict[str, tuple[object, object]]) -> None:
@@ -625,7 +748,7 @@ def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) ->
     name = "position_ids"
     check_tensor(name, position_ids)
     dtype = position_ids.dtype
-    if dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
+    if dtype not in (torch.int64, torch.int32):  # what an embedding table takes
         got = f"{dtype}; convert them first: {name}.long()"
         raise ValueError(_must(name, "be integer positions (torch.long)", got))
     shape = tuple(position_ids.shape)
@@ -673,6 +796,8 @@ def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
     if not (isinstance(dtype, torch.dtype) and dtype.is_floating_point):
         expected = "be a floating-point torch.dtype such as torch.float64"
         raise ArgumentTypeError(_must("dtype", expected, _got(dtype)))
+    nbytes = position_ids.numel() * (head_dim // 2) * dtype.itemsize
+    check_storage("head_dim", head_dim, nbytes)
 
 
 def check_state_layout(state: object, num_heads: int) -> list[str]:

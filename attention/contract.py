@@ -199,5 +199,10 @@ class VariantInfo:
         >>> VariantInfo().build(MultiHeadAttention, 4, 6, 5, 0.0, 3).head_dim
         2
         """
+        if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+            # attention.checks imports this module, so the floor words its own
+            # refusal, in the package's words; the sizes are the class's to check.
+            got = f"{cls!r} ({type(cls).__name__})"
+            raise TypeError(f"cls must be an nn.Module subclass, got {got}")
         args = (d_in, d_out, context_length, dropout, num_heads, qkv_bias)
         return cls(*args, **self.kwargs)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_integer, check_multiples, check_positive
+from .checks import check_integer, check_multiples, check_positive, check_seed
 from .learned import (
     TinyAttentionModel,
     previous_token_data,
@@ -79,7 +79,9 @@ def accuracy_by_length(
     check_positive(
         steps=steps, vocab_size=vocab_size, d_model=d_model, num_heads=num_heads
     )
-    check_integer("seed", seed)
+    check_seed(seed)
+    seed = int(seed)  # a NumPy integer: seed + 1 + m stays a Python int
+    multiples = tuple(int(m) for m in multiples)
     longest = max(multiples) * train_length
     ids, targets = previous_token_data(2000, train_length, vocab_size, seed=seed)
     tests = {

@@ -541,7 +541,16 @@ def tile_backward(
         lse=lse,
         delta=delta,
     )
+    lse = _finite_lse(lse)  # a query that sees no key: zero gradients, not nan
     return tile_pair_gradients(queries, keys, values, grad_out, lse, delta, future)
+
+
+def _finite_lse(lse: torch.Tensor) -> torch.Tensor:
+    """``lse`` with 0 where it is ``-inf``: a query that sees no key (causal,
+    more queries than keys) has ``L = -inf`` and only masked scores; with
+    ``L = 0`` its weights are ``exp(-inf - 0) = 0``, not ``exp(-inf + inf) =
+    nan``, so its gradients are 0, as its output is."""
+    return lse.masked_fill(lse == -torch.inf, 0.0)
 
 
 def tile_pair_gradients(
@@ -650,9 +659,7 @@ def flash_attention_backward(
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     offset = num_keys - num_queries  # query i is position i + offset
     delta = (grad_out * context_vec).sum(dim=-1)  # D: (..., Tq, hd) -> (..., Tq)
-    # A query that saw no key has L = -inf and only masked scores: use L = 0
-    # there, so that P = exp(-inf - 0) = 0 instead of exp(-inf + inf) = nan.
-    lse = lse.masked_fill(lse == -torch.inf, 0.0)
+    lse = _finite_lse(lse)  # once, before the tiles
     grad_queries = torch.zeros_like(queries)  # (..., Tq, hd)
     grad_keys = torch.zeros_like(keys)  # (..., Tk, hd)
     grad_values = torch.zeros_like(values)  # (..., Tk, hd)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import torch
 
-from .checks import check_decode
+from .checks import check_decode, check_generate
 from .contract import Decoder
 from .kv_cache import KVCache, attend_cached, new_position_ids
 
@@ -173,9 +173,7 @@ def generate_greedy(
         tensor([[0, 3, 1, 6, 6, 6],
                 [5, 2, 8, 6, 6, 6]])
     """
-    check_decode(
-        model, token_ids, None, max_new_tokens, attention_mask, cache_type=KVCache
-    )
+    check_generate(model, token_ids, max_new_tokens, attention_mask, cache_type=KVCache)
     step_logits = []
     for _ in range(max_new_tokens):
         # (b, T_all) -> (b, T_all, V) -> the last position: (b, V)
@@ -225,9 +223,7 @@ def generate_greedy_cached(
         >>> tokens
         tensor([[3, 1, 6, 6, 6, 6]])
     """
-    check_decode(
-        model, token_ids, None, max_new_tokens, attention_mask, cache_type=KVCache
-    )
+    check_generate(model, token_ids, max_new_tokens, attention_mask, cache_type=KVCache)
     cache = KVCache(model.context_length, num_layers=len(model.layers))
     # The prefill: every prompt token at once. (b, P) -> (b, P, V) -> (b, V)
     logits = decode_cached(model, token_ids, cache, attention_mask)[:, -1]

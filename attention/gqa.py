@@ -26,6 +26,7 @@ from .checks import (
     check_integer,
     check_module,
     check_shapes,
+    check_storage,
 )
 from .multihead import MultiHeadAttention
 
@@ -64,6 +65,7 @@ def repeat_kv(x: torch.Tensor, repeats: int, *, check: bool = True) -> torch.Ten
         check_flag("check", check)
         check_integer("repeats", repeats, smallest=1)
         check_shapes(x=(x, "b g T head_dim"))
+        check_storage("repeats", repeats, x.numel() * repeats * x.element_size())
     if repeats == 1:
         return x
     b, g, num_tokens, head_dim = x.shape

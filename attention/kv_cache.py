@@ -149,7 +149,12 @@ def kv_cache_bytes(
         head_dim=head_dim,
         bytes_per_element=bytes_per_element,
     )
-    return 2 * batch * tokens * layers * kv_heads * head_dim * bytes_per_element
+    sizes = (batch, tokens, layers, kv_heads, head_dim, bytes_per_element)
+    # Python ints: a NumPy integer would wrap around at 2**63 without a word.
+    total = 2
+    for size in sizes:
+        total *= int(size)
+    return total
 
 
 def cached_attention(

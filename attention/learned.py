@@ -25,6 +25,7 @@ from .checks import (
     check_module,
     check_positions,
     check_positive,
+    check_seed,
     check_shapes,
     check_token_ids,
     check_training,
@@ -225,8 +226,8 @@ def previous_token_data(
     check_positive(num_sequences=num_sequences)
     check_integer("context_length", context_length, smallest=2)
     check_integer("vocab_size", vocab_size, smallest=2)
-    check_integer("seed", seed)
-    g = torch.Generator().manual_seed(seed)
+    check_seed(seed)
+    g = torch.Generator().manual_seed(int(seed))  # it refuses a NumPy integer
     token_ids = torch.randint(vocab_size, (num_sequences, context_length), generator=g)
     targets = torch.full_like(token_ids, IGNORE_INDEX)
     targets[:, 1:] = token_ids[:, :-1]  # (b, T - 1): the token one step back
@@ -288,7 +289,7 @@ def train_model(
         model_type=TinyAttentionModel,
         ignore_index=IGNORE_INDEX,
     )
-    g = torch.Generator().manual_seed(seed)
+    g = torch.Generator().manual_seed(int(seed))  # it refuses a NumPy integer
     model.train()
     losses = []
     for _ in range(steps):

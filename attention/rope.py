@@ -66,6 +66,7 @@ from .checks import (
     check_rope,
     check_rope_angles,
     check_state_layout,
+    check_storage,
 )
 from .multihead import MultiHeadAttention
 
@@ -221,6 +222,7 @@ def rope_permutation(head_dim: int) -> torch.Tensor:
         tensor([0, 2, 4, 1, 3, 5])
     """
     check_even("head_dim", head_dim, "RoPE turns pairs of features")
+    check_storage("head_dim", head_dim, head_dim * 8)  # int64 indices
     return torch.cat((torch.arange(0, head_dim, 2), torch.arange(1, head_dim, 2)))
 
 

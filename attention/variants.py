@@ -41,6 +41,7 @@ from .checks import (
     check_same_sizes,
     check_state,
     check_variant,
+    check_variant_spec,
 )
 from .contract import TranslatesLayout, VariantInfo
 from .efficient import (
@@ -126,13 +127,9 @@ def load_variant(spec: str) -> str:
         >>> load_variant("attention.efficient:SDPAMultiHeadAttention")
         'sdpa'
     """
+    check_variant_spec(spec)
     name, _, target = spec.rpartition("=")
-    module_name, colon, class_name = target.partition(":")
-    if not (colon and module_name and class_name):
-        raise ValueError(
-            "a variant must be given as module:Class or name=module:Class, "
-            f"got {spec!r}"
-        )
+    module_name, _, class_name = target.partition(":")
     try:
         cls = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as error:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import numpy as np
 import torch
 from helpers import chapter_state, reference_multihead, reference_rope
 from hypothesis import strategies as st
@@ -533,8 +534,8 @@ def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
     def sample(d: Draw) -> Sample:
         Tq, Tk, hd, tile = d.int(1, 6), d.int(1, 6), d.int(1, 4), d.int(1, 5)
         causal = d.flag()
-        if causal and fn is A.tile_backward:  # one tile pair: no query sees nothing
-            Tk = max(Tk, Tq)
+        if causal and d.flag():  # more queries than keys: query 0 sees no key
+            Tq, Tk = max(Tq, Tk) + 1, min(Tq, Tk)
         q, grad_out = d.t(2, Tq, hd), d.t(2, Tq, hd)
         k, v = d.t(2, Tk, hd), d.t(2, Tk, hd)
         hidden = future(Tq, Tk).to(q.device) if causal else None
@@ -874,6 +875,13 @@ def _train_with(**overrides) -> Callable[[], object]:
     return call
 
 
+def _uneven_cache(model: TinyAttentionModel) -> KVCache:
+    """A cache whose first layer alone holds tokens (2 of them)."""
+    cache = KVCache(model.context_length, len(model.layers))
+    CACHED(model.layers[0], z(1, 2, model.layers[0].d_in), cache)
+    return cache
+
+
 def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
     """A model, token ids and a length that do not fit, for each generator."""
     if name == "decode_step":
@@ -917,6 +925,11 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 lambda: at(torch.tensor([0, 1, 2])),
                 "position_ids; (3,)",
             ),
+            bad(
+                "positions-uint8",
+                lambda: at(torch.tensor([0, 1], dtype=torch.uint8)),
+                "position_ids; uint8",
+            ),
             # a learned table has 6 rows: position 6 has none
             bad(
                 "positions-past-table",
@@ -924,9 +937,73 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 "position_ids; pos_emb; 6",
             ),
         )
+    if name == "decode_step":
+        small = lambda: TinyAttentionModel(7, 4, 6, num_heads=2, num_layers=2)  # noqa: E731
+        errors += (
+            bad(
+                "mask-float",
+                lambda: A.decode_step(model(), ids, KVCache(6), torch.ones(1, 2)),
+                "attention_mask; float32; integers",
+            ),
+            # the cache's own context_length, shorter than the model's
+            bad(
+                "cache-too-long",
+                lambda: A.decode_step(model(), z(1, 5).long(), KVCache(4)),
+                "cache.context_length; 4; 5",
+            ),
+            # a cache that another call filled: another batch, or another width
+            bad(
+                "cache-batch",
+                lambda: A.decode_step(
+                    model(), torch.tensor([[1], [2]]), _decode_cache(model(), ids)
+                ),
+                "cache; batch; 2; 1",
+            ),
+            bad(
+                "cache-dtype",
+                lambda: A.decode_step(
+                    model(), ids, _decode_cache(model().double(), ids)
+                ),
+                "cache; float64; float32",
+            ),
+            bad(
+                "cache-layers",
+                lambda: A.decode_step(small(), ids, KVCache(6)),
+                "cache; num_layers; 2; 1",
+            ),
+            # layer 0 filled by cached_attention alone: layers out of step
+            bad(
+                "cache-uneven",
+                lambda: A.decode_step(small(), ids, _uneven_cache(small())),
+                "cache; every layer; (2, 0)",
+            ),
+        )
     if name != "decode_step":
         right = torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]])
         errors += (
+            *bad_values(lambda n: run(model(), ids, n), "max_new_tokens"),
+            # ids hold 2 of the 6 tokens: at most 5 new ones, whatever n is
+            bad(
+                "n-huge",
+                lambda: run(model(), ids, 2**70),
+                "max_new_tokens; 5; 1180591620717411303424",
+            ),
+            bad(
+                "n-numpy-float",
+                lambda: run(model(), ids, np.float64(2)),
+                "max_new_tokens; float64",
+                TYPE,
+            ),
+            bad(
+                "mask-float",
+                lambda: run(model(), ids, 2, torch.ones(1, 2)),
+                "attention_mask; float32; integers",
+            ),
+            bad(
+                "mask-device",
+                lambda: run(model(), ids, 2, torch.ones(1, 2, device="meta").long()),
+                "attention_mask; meta; cpu",
+            ),
             bad("n--1", lambda: run(model(), ids, -1), "max_new_tokens; -1"),
             # the prompt fills the context: no room for a token fed back
             bad(
@@ -1025,6 +1102,21 @@ GQA = built(GroupedQueryAttention, **MHA_ARGS, num_kv_heads=1)
 IDS_ = "token_ids|token ids"
 CPU_ONLY = ("cpu",)
 
+
+def _cache_of(attn: nn.Module, x: torch.Tensor, context_length: int = 6) -> KVCache:
+    """A cache that ``attn`` filled with ``x``: the cache of another call."""
+    cache = KVCache(context_length)
+    CACHED(attn, x, cache)
+    return cache
+
+
+def _decode_cache(model: TinyAttentionModel, ids: torch.Tensor) -> KVCache:
+    """A cache that ``model`` filled with ``ids`` through ``decode_step``."""
+    cache = KVCache(model.context_length, len(model.layers))
+    A.decode_step(model, ids, cache)
+    return cache
+
+
 PUBLIC: list[OpInfo] = []
 
 
@@ -1083,6 +1175,8 @@ public(
     bad("device-str", lambda: A.causal_mask(3, device="nowhere"), "device; nowhere"),
     # a corner a fuzz found (issue 26), as the three records after it
     bad("cuda-without-cuda", lambda: A.causal_mask(3, device="cuda"), "device; cuda"),
+    # 2**64 bools: a size torch cannot count (a raw RuntimeError before)
+    bad("overflow", lambda: A.causal_mask(2**32), "num_tokens; 4294967296; 2**63"),
     dtypes=(F32,),
 )
 
@@ -1206,6 +1300,11 @@ public(
     lambda s: _chapter_ref(s.fn, *s.args),
     *batch_inputs(GQA),
     *bad_values(lambda v: GQA(num_kv_heads=v), "num_kv_heads"),
+    bad(
+        "context-overflow",
+        lambda: GQA(context_length=2**32),
+        "context_length; 4294967296; 2**63",
+    ),
     bad(
         "kv-split",
         lambda: GroupedQueryAttention(4, 8, 6, 0.0, 4, 3),
@@ -1393,6 +1492,16 @@ public(
     _backward_ref,
     *not_tensors(lambda g: A.tile_backward(Q, Q, Q, g, LSE, LSE), "grad_out"),
     bad("lse", lambda: A.tile_backward(Q, Q, Q, Q, z(1, 3), LSE), "lse; (1, 3)"),
+    bad(
+        "future-meta",
+        lambda: A.tile_backward(Q, Q, Q, Q, LSE, LSE, future(2, 2).to("meta")),
+        "future; meta; cpu",
+    ),
+    bad(
+        "future-float",
+        lambda: A.tile_backward(Q, Q, Q, Q, LSE, LSE, future(2, 2).float()),
+        "future; bool; float32",
+    ),
 )
 
 
@@ -1533,6 +1642,68 @@ public(
         lambda: CACHED(MHA(), z(1, 7, 4), KVCache(8)),
         "context_length; 6; 7",
     ),
+    # the cache's own context_length, shorter than the module's
+    bad(
+        "cache-too-long",
+        lambda: CACHED(MHA(), z(1, 5, 4), KVCache(4)),
+        "cache.context_length; 4; 5",
+    ),
+    bad(
+        "cache-full",
+        lambda: CACHED(MHA(), z(1, 1, 4), _cache_of(MHA(), z(1, 4, 4), 4)),
+        "cache.context_length; 4; holds",
+    ),
+    # a cache that another call filled: another batch, heads, dtype, device
+    bad(
+        "cache-batch",
+        lambda: CACHED(MHA(), z(3, 1, 4), _cache_of(MHA(), z(2, 3, 4))),
+        "cache; batch; 3; 2",
+    ),
+    bad(
+        "cache-kv-heads",
+        lambda: CACHED(GQA(), z(2, 1, 4), _cache_of(MHA(), z(2, 3, 4))),
+        "cache; kv_heads; another call",
+    ),
+    bad(
+        "cache-dtype",
+        lambda: CACHED(
+            MHA(), z(2, 1, 4), _cache_of(MHA().double(), z(2, 3, 4).double())
+        ),
+        "cache; float64; float32",
+    ),
+    bad(
+        "cache-device",
+        lambda: CACHED(
+            MHA(), z(2, 1, 4), _cache_of(MHA().to("meta"), z(2, 3, 4).to("meta"))
+        ),
+        "cache; meta; cpu",
+    ),
+    bad(
+        "cache-layer",
+        lambda: CACHED(MHA(), z(1, 1, 4), KVCache(6), layer=1),
+        "layer; 1",
+    ),
+    bad(
+        "cache-layer-numpy-float",
+        lambda: CACHED(MHA(), z(1, 1, 4), KVCache(6), layer=np.float64(0)),
+        "layer; float64",
+        TYPE,
+    ),
+    bad(
+        "mask-float",
+        lambda: CACHED(MHA(), z(1, 2, 4), KVCache(6), attention_mask=torch.ones(1, 2)),
+        "attention_mask; float32; integers",
+    ),
+    bad(
+        "mask-device",
+        lambda: CACHED(
+            MHA(),
+            z(1, 2, 4),
+            KVCache(6),
+            attention_mask=torch.ones(1, 2, device="meta").long(),
+        ),
+        "attention_mask; meta; cpu",
+    ),
 )
 
 
@@ -1570,6 +1741,17 @@ public(
     bad("x-rank", lambda: A.repeat_kv(z(2, 3, 4), 2), "x; 4; 3"),
     *bad_values(lambda v: A.repeat_kv(z(1, 2, 3, 4), v), "repeats"),
     bad(
+        "repeats-overflow",
+        lambda: A.repeat_kv(z(1, 2, 3, 4), 2**62),
+        "repeats; 4611686018427387904",
+    ),
+    bad(
+        "repeats-numpy-float",
+        lambda: A.repeat_kv(z(1, 2, 3, 4), np.float64(2)),
+        "repeats; float64",
+        TYPE,
+    ),
+    bad(
         "check-str",
         lambda: A.repeat_kv(z(1, 2, 3, 4), 2, check="no"),
         "check; no",
@@ -1589,6 +1771,11 @@ public(
         for name in KV_SIZES
         for e in bad_values(lambda v, name=name: _kv_sizes(**{name: v}), name)[:2]
     ),
+    bad(
+        "numpy-float", lambda: _kv_sizes(tokens=np.float64(2)), "tokens; float64", TYPE
+    ),
+    bad("numpy-bool", lambda: _kv_sizes(layers=np.bool_(True)), "layers; bool", TYPE),
+    bad("numpy-zero", lambda: _kv_sizes(batch=np.int64(0)), "batch; 0"),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
@@ -1700,6 +1887,18 @@ public(
     ),
     *bad_values(lambda v: A.previous_token_data(v, 3, 4), "num_sequences")[:2],
     *bad_values(lambda v: A.previous_token_data(2, 3, v), "vocab_size")[:2],
+    # torch's generators take seeds in [-2**63, 2**64): no raw OverflowError
+    bad(
+        "seed-huge",
+        lambda: A.previous_token_data(2, 3, 4, seed=2**64),
+        "seed; 18446744073709551616",
+    ),
+    bad(
+        "seed-numpy-float",
+        lambda: A.previous_token_data(2, 3, 4, seed=np.float64(1)),
+        "seed; float64",
+        TYPE,
+    ),
     devices=CPU_ONLY,
 )
 
@@ -1782,6 +1981,7 @@ public(
     ),
     bad("steps-0", _train_with(steps=0), "steps; 0"),
     bad("batch_size-0", _train_with(batch_size=0), "batch_size; 0"),
+    bad("seed-huge", _train_with(seed=-(2**63) - 1), "seed; -9223372036854775809"),
     bad(
         "targets-vocab",
         lambda: A.train_model(MODEL(), IDS, IDS + 4, steps=1, batch_size=1),
@@ -1827,6 +2027,25 @@ public(
         TYPE,
     ),
     bad("info", lambda: A.register("mine", MultiHeadAttention, {}), "info; dict", TYPE),
+    # the fields the suite and the benchmark read, checked when they come in
+    *(
+        bad(
+            f"info-{case}",
+            lambda field=field, value=value: A.register(
+                "mine", MultiHeadAttention, VariantInfo(**{field: value})
+            ),
+            f"info.{field}; {shown}",
+            TYPE,
+        )
+        for case, field, value, shown in [
+            ("dtypes-int", "dtypes", (torch.int64,), "int64"),
+            ("dtypes-str", "dtypes", "float32", "float32"),
+            ("devices-int", "devices", ("cpu", 3), "3"),
+            ("tolerances-float", "tolerances", {F32: 1e-5}, "atol"),
+            ("same-count-int", "same_parameter_count", 1, "1"),
+            ("kwargs-int-key", "kwargs", {1: 2}, "keyword"),
+        ]
+    ),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
@@ -1840,6 +2059,18 @@ public(
         "indivisible",
         lambda: VariantInfo().build(MHA_CLASS, 4, 6, 8, 0.0, 4),
         "d_out; num_heads",
+    ),
+    bad(
+        "cls-name",
+        lambda: VariantInfo().build("mha", 4, 6, 8, 0.0, 2),
+        "cls; nn.Module; mha",
+        TYPE,
+    ),
+    bad(
+        "cls-instance",
+        lambda: VariantInfo().build(MHA(), 4, 6, 8, 0.0, 2),
+        "cls; MultiHeadAttention",
+        TYPE,
     ),
     devices=CPU_ONLY,
 )
@@ -1961,6 +2192,12 @@ public(
         "ids-float", lambda: A.apply_rope(z(3, 4), torch.arange(3.0)), f"{POS}; float32"
     ),
     bad("ids-bool", lambda: A.apply_rope(z(3, 4), z(3).bool()), f"{POS}; bool"),
+    # uint8 wraps at 256 and an embedding table refuses it: long or int32 only
+    bad(
+        "ids-uint8",
+        lambda: A.apply_rope(z(3, 4), torch.arange(3, dtype=torch.uint8)),
+        f"{POS}; uint8",
+    ),
     bad(
         "ids-length", lambda: A.apply_rope(z(3, 4), torch.arange(4)), f"{POS}; (4,); 3"
     ),
@@ -2036,6 +2273,8 @@ public(
     lambda s: torch.tensor([*range(0, s.args[0], 2), *range(1, s.args[0], 2)]),
     *bad_values(A.rope_permutation, "head_dim"),
     bad("odd", lambda: A.rope_permutation(5), "head_dim; 5"),
+    # 2**62 int64 indices: a size torch cannot count, not a RuntimeError
+    bad("overflow", lambda: A.rope_permutation(2**62), "head_dim; 2**63"),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
@@ -2119,6 +2358,11 @@ public(
     bad("multiples-0", lambda: A.accuracy_by_length(multiples=(1, 0)), "multiples; 0"),
     bad("steps-0", lambda: A.accuracy_by_length(steps=0), "steps; 0"),
     bad("seed-str", lambda: A.accuracy_by_length(seed="0"), "seed; 0", TYPE),
+    bad(
+        "seed-huge",
+        lambda: A.accuracy_by_length(seed=2**70),
+        "seed; 1180591620717411303424",
+    ),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )

@@ -391,3 +391,14 @@ def test_to_dtype_converts_weights_and_output(build) -> None:
     assert out.dtype == torch.float64
     torch.testing.assert_close(out.float(), expected, atol=1e-5, rtol=1e-5)
     assert module.to(torch.float32)(x).dtype == torch.float32
+
+
+@pytest.mark.parametrize(
+    ("spec", "error"),
+    [(3, TypeError), ("attention.efficient", ValueError), ("=:", ValueError)],
+    ids=["int", "no-class", "empty"],
+)
+def test_load_variant_names_a_spec_it_cannot_read(spec, error) -> None:
+    with pytest.raises(error) as raised:
+        attention.variants.load_variant(spec)
+    assert_message_names(raised.value, ("spec",), ("module:Class",))

@@ -8,6 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+import attention
 from attention import (
     FlashAttentionFunction,
     FlashMultiHeadAttention,
@@ -126,3 +127,21 @@ def test_class_equals_the_chapters_in_outputs_and_gradients(
     expected = (ref[0], torch.cat((q_w, k_w, v_w)), torch.cat((q_b, k_b, v_b)))
     expected += (out_w, out_b)
     torch.testing.assert_close(grads, expected, atol=1e-10, rtol=0)
+
+
+def test_tile_backward_gives_zero_gradients_to_a_query_that_sees_no_key():
+    # Three queries, two keys, causal bottom-right: query 0 sees no key, so
+    # flash_attention gives it a zero output and L = -inf. One tile pair's
+    # backward must give it zero gradients too, as autograd does, and leave
+    # the other queries' gradients as they are (no nan spreads to dK, dV).
+    q, k, v = (t.requires_grad_() for t in qkv((3, 4), num_keys=2))
+    out, lse = flash_attention(q, k, v, causal=True)
+    assert lse[0] == -torch.inf and torch.equal(out[0], torch.zeros(4).double())
+    grad_out = torch.randn(3, 4, generator=torch.Generator().manual_seed(1)).double()
+    expected = torch.autograd.grad(out, (q, k, v), grad_out)
+    future = torch.arange(2) > torch.arange(3)[:, None] - 1  # key j > query i - 1
+    delta = attention.backward_delta(grad_out, out.detach())
+    grads = attention.tile_backward(q, k, v, grad_out, lse.detach(), delta, future)
+    assert torch.equal(grads[0][0], torch.zeros(4).double())
+    for got, want in zip(grads, expected, strict=True):
+        torch.testing.assert_close(got, want, **F64)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 
@@ -20,6 +21,7 @@ from attention import (
     decode_step,
     generate_greedy,
     generate_greedy_cached,
+    kv_cache_bytes,
 )
 
 
@@ -104,3 +106,22 @@ def test_dropout_acts_in_training_only():
     torch.testing.assert_close(cached_attention(attn, x, KVCache(6)), eval_out)
     train_out = cached_attention(attn.train(), x, KVCache(6))
     assert not torch.allclose(train_out, eval_out)
+
+
+def test_kv_cache_bytes_takes_numpy_integers_without_wrapping_around():
+    # A NumPy integer is an integer (numbers.Integral), so it is accepted;
+    # int64 arithmetic would wrap 2**66 around to 0 without a word.
+    sizes = (np.int64(2**20), 2**20, 2**10, 64, 128, np.int32(4))
+    total = kv_cache_bytes(*sizes)
+    assert total == 2**66
+    assert type(total) is int
+
+
+def test_generation_takes_a_numpy_integer_as_max_new_tokens():
+    torch.manual_seed(0)
+    model = TinyAttentionModel(10, 8, 6, num_heads=2).eval()
+    prompt = torch.tensor([[3, 1]])
+    for generate in (generate_greedy, generate_greedy_cached):
+        tokens, logits = generate(model, prompt, np.int64(3))
+        assert torch.equal(tokens, generate(model, prompt, 3)[0])
+        assert logits.shape == (1, 3, 10)

@@ -6,10 +6,12 @@ The trained models use the exact configuration of the book page
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from helpers import checks_called
 
+import attention
 from attention import (
     MultiHeadAttention,
     TinyAttentionModel,
@@ -183,3 +185,11 @@ def test_previous_token_mass_refuses_an_empty_batch_as_its_siblings_do():
             torch.zeros(0, 3).long(),
             torch.zeros(0, 3).long(),
         )
+
+
+def test_a_numpy_integer_seed_draws_what_the_int_draws():
+    # torch.Generator.manual_seed refuses a NumPy integer: the package converts.
+    by_numpy = attention.previous_token_data(3, 4, 5, seed=np.int64(7))
+    by_int = attention.previous_token_data(3, 4, 5, seed=7)
+    for got, want in zip(by_numpy, by_int, strict=True):
+        assert torch.equal(got, want)
