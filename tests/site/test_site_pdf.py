@@ -228,9 +228,13 @@ def test_chinese_is_drawn_in_a_cjk_font():
 #: 43's answers to 237 readers' questions, with their code and outputs, grew
 #: a clean build to 35.7 MB (PDFs 7.5 + 9.0 MB, from 6.3 + 7.7; pages +2.1 MB),
 #: 35.2 MB once svgmath wrote its formulas more compactly. The ceiling is that
-#: measurement plus 1.8 MB, so a heavy new page still fails it. Known weight to
-#: cut: zh_CN/_static files no page links (0.9 MB), zh_CN/_modules (1.05 MB).
-SITE_BUDGET = 37_000_000
+#: measurement plus 1.8 MB, so a heavy new page still fails it. Issue 45's
+#: rotary page (its HTML, notebooks and PDF pages in both editions), issue 48's
+#: checks on the API page and the API page's members grew a clean build to
+#: 39.0 MB (PDFs 8.3 + 9.8 MB); the ceiling is again that plus 1.8 MB. Known
+#: weight to cut: zh_CN/_static files no page links (0.9 MB), zh_CN/_modules
+#: (1.05 MB, the English source pages with Chinese chrome).
+SITE_BUDGET = 40_800_000
 
 
 def test_the_site_fits_its_budget_on_disk(english):
