@@ -207,12 +207,13 @@ def test_api_page_documents_every_public_name(site):
     assert not missing, f"in attention.__all__ but not on the API page: {missing}"
 
 
-def test_api_page_shows_no_literal_markup(site):
+@pytest.mark.parametrize("page", ["reference/api.html", "reference/internals.html"])
+def test_api_pages_show_no_literal_markup(site, page):
     """Docstrings render: no reST ``double backticks`` or ``:role:`` left as
     text (napoleon misreads a badly indented ``Shape:`` line, for example)."""
-    text = text_without(site.page("reference/api.html").article, "pre, script", " ")
+    text = text_without(site.page(page).article, "pre, script", " ")
     leaks = re.findall(r".{0,40}(?:``|:(?:class|func|meth|data|mod):`).{0,40}", text)
-    assert not leaks, f"{len(leaks)} literal markup on the API page: {leaks[:5]}"
+    assert not leaks, f"{len(leaks)} literal markup on {page}: {leaks[:5]}"
 
 
 def test_every_image_says_what_it_shows(site):
