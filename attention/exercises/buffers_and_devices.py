@@ -94,7 +94,7 @@ def _forward_cases() -> list[Case]:
         ),
         Case(
             "one token, a batch of one",
-            "一个词元，批大小为 1",
+            "一个词元，批次大小为 1",
             (_built(42, 3, 2, 5, 0.0), torch.randn(1, 1, 3, generator=gen)),
         ),
         Case(
@@ -198,7 +198,7 @@ EXERCISES = (
                 Words(
                     en="your scores were never masked: masked_fill returns a new "
                     "tensor, so assign its result (scores = scores.masked_fill(...)).",
-                    zh_CN="你的分数根本没有被遮蔽：masked_fill 返回一个新张量，要把结果"
+                    zh_CN="你的分数根本没有被遮住：masked_fill 返回一个新张量，要把结果"
                     "赋回去（scores = scores.masked_fill(...)）。",
                 ),
                 _slipped("not assigned"),
@@ -207,7 +207,7 @@ EXERCISES = (
                 Words(
                     en="you masked after the softmax: the rows no longer sum to 1. "
                     "Fill the scores with -inf before the softmax.",
-                    zh_CN="你在 softmax 之后才做遮蔽：各行的和不再是 1。"
+                    zh_CN="你在 softmax 之后才加掩码：各行的和不再是 1。"
                     "要在 softmax 之前把分数填成 -inf。",
                 ),
                 _slipped("after softmax"),
@@ -226,7 +226,7 @@ EXERCISES = (
                     en="you hid the past instead of the future. The buffer's True "
                     "marks what is hidden: pass it to masked_fill as it is, "
                     "without ~.",
-                    zh_CN="你遮住的是过去而不是未来。缓冲区中的 True 表示被遮蔽的位置："
+                    zh_CN="你遮住的是过去而不是未来。缓冲区中的 True 表示被遮住的位置："
                     "直接传给 masked_fill，不要加 ~。",
                 ),
                 _slipped("keep polarity"),

@@ -142,7 +142,7 @@ def _forward_cases() -> list[Case]:
         ),
         Case(
             "one token, a batch of one, float64",
-            "一个词元，批大小为 1，float64",
+            "一个词元，批次大小为 1，float64",
             (
                 _built(
                     SDPAMultiHeadAttention, 32, 4, 6, 4, 0.0, 3, dtype=torch.float64

@@ -56,7 +56,7 @@ def _key_tile_cases() -> list[Case]:
         ),
         Case(
             "a batch of one, 2 heads, float32, tiles of 1",
-            "批大小为 1、2 个头，float32，每块 1 个键",
+            "批次大小为 1、2 个头，float32，每块 1 个键",
             (*_qkv((1, 2, 5, 4), (1, 2, 6, 4), torch.float32, 3), 1),
         ),
         Case(
@@ -220,7 +220,7 @@ EXERCISES = (
                     en="your maximum is each tile's own, not the running one. Take "
                     "m_new = max(m, the tile's maximum): then exp(m - m_new) is at "
                     "most 1 and cannot overflow when a tile's scores are lower.",
-                    zh_CN="你用的是每一块自己的最大值，而不是运行最大值。应取 "
+                    zh_CN="你用的是每一块自己的最大值，而不是累积最大值。应取 "
                     "m_new = max(m, 这一块的最大值)：这样 exp(m - m_new) 不超过 1，"
                     "后面一块的分数更低时也不会溢出。",
                 ),
@@ -231,7 +231,7 @@ EXERCISES = (
                     en="your running sum is not rescaled when the maximum grows: "
                     "multiply the old ell by exp(m - m_new) before adding the "
                     "tile's sum.",
-                    zh_CN="最大值变大时，你没有重新缩放运行和：先把旧的 ell 乘以 "
+                    zh_CN="最大值变大时，你没有重新缩放累积和：先把旧的 ell 乘以 "
                     "exp(m - m_new)，再加上这一块的和。",
                 ),
                 _sum_not_rescaled,
@@ -241,7 +241,7 @@ EXERCISES = (
                     en="your running output is not rescaled when the maximum grows: "
                     "multiply the old o by exp(m - m_new), as ell is, before adding "
                     "P @ V of the tile.",
-                    zh_CN="最大值变大时，你没有重新缩放运行输出：像 ell 一样，先把旧的 "
+                    zh_CN="最大值变大时，你没有重新缩放累积输出：像 ell 一样，先把旧的 "
                     "o 乘以 exp(m - m_new)，再加上这一块的 P @ V。",
                 ),
                 _output_not_rescaled,
@@ -314,7 +314,7 @@ EXERCISES = (
                 Words(
                     en="your tile ignores `future`: set the masked scores to -inf "
                     "before the exponential, so their weights and gradients are 0.",
-                    zh_CN="你没有使用 `future`：在取指数之前把被遮蔽的分数设为 -inf，"
+                    zh_CN="你没有使用 `future`：在取指数之前把被遮住的分数设为 -inf，"
                     "这样它们的权重和梯度都是 0。",
                 ),
                 _mistaken("no mask"),

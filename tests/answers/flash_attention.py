@@ -159,13 +159,13 @@ ANSWERS = [
         right=(normalised_every_tile, merged_by_lse),
         wrong={
             "a tile's running maximum taken per tile instead of running": Wrong(
-                max_of_each_tile, "not the running one", "运行最大值"
+                max_of_each_tile, "not the running one", "累积最大值"
             ),
             "the old sum not rescaled by exp(m_old - m_new)": Wrong(
-                sum_never_rescaled, "running sum is not rescaled", "重新缩放运行和"
+                sum_never_rescaled, "running sum is not rescaled", "重新缩放累积和"
             ),
             "the running output not rescaled": Wrong(
-                output_never_rescaled, "running output is not rescaled", "运行输出"
+                output_never_rescaled, "running output is not rescaled", "累积输出"
             ),
             "the last, shorter tile dropped (Tk // tile_size tiles)": Wrong(
                 whole_tiles_only, "last, shorter tile", "最后那块较短"
