@@ -404,7 +404,7 @@ def unpacked_sdist(tmp_path_factory) -> Path:
 
 
 def _local_imports(path: Path) -> set[str]:
-    """The modules a test file imports that are files of tests/ in the repository."""
+    """The modules a test file imports that are files (or packages) of tests/."""
     tree = ast.parse(path.read_text("utf-8"))
     names = {
         alias.name.split(".")[0]
@@ -417,7 +417,12 @@ def _local_imports(path: Path) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and not node.level
     }
-    return {n for n in names if (ROOT / "tests" / f"{n}.py").is_file()}
+    tests = ROOT / "tests"
+    return {
+        n
+        for n in names
+        if (tests / f"{n}.py").is_file() or (tests / n / "__init__.py").is_file()
+    }
 
 
 def test_the_source_archive_holds_what_its_tests_import(unpacked_sdist):
@@ -428,8 +433,13 @@ def test_the_source_archive_holds_what_its_tests_import(unpacked_sdist):
     assert len(shipped) >= 10, f"the archive ships {len(shipped)} test files"
     needed = {"conftest", "outside_variant"}
     needed |= {name for test in shipped for name in _local_imports(test)}
-    assert {"table", "helpers"} <= needed, needed  # what the pages send readers to
-    missing = sorted(n for n in needed if not (tests / f"{n}.py").is_file())
+    # What the pages send readers to, and the exercises' answers.
+    assert {"table", "helpers", "answers"} <= needed, needed
+    missing = sorted(
+        n
+        for n in needed
+        if not ((tests / f"{n}.py").is_file() or (tests / n / "__init__.py").is_file())
+    )
     assert not missing, f"{SDIST} lacks tests/{missing} that its tests import"
 
 
