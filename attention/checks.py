@@ -663,6 +663,15 @@ def check_state(state: object, own: dict[str, torch.Tensor]) -> None:
         )
 
 
+def check_unrotated(name: str, module: nn.Module, why: str) -> None:
+    """Raise if ``module`` rotates its queries and keys (has ``rotate``, as a
+    :class:`~attention.RotaryMultiHeadAttention` does): ``why`` says what
+    would silently drop the rotation."""
+    if getattr(module, "rotate", None) is not None:
+        expected = f"be a layer without RoPE ({why})"
+        raise ValueError(_must(name, expected, type(module).__name__))
+
+
 def check_choice(name: str, value: object, choices: list) -> None:
     """Raise unless ``value`` is one of ``choices``."""
     if value not in choices:

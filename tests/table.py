@@ -1324,6 +1324,12 @@ public(
         "num_kv_heads; num_heads; 3; 2",
     ),
     bad("not-mha", lambda: A.mean_pool_kv_heads(GQA(), 1), "mha", TYPE),
+    # a rotary layer is a MultiHeadAttention; its GQA would not rotate
+    bad(
+        "rotary",
+        lambda: A.mean_pool_kv_heads(RotaryMultiHeadAttention(4, 4, 6, 0.0, 2), 2),
+        "mha; RoPE; RotaryMultiHeadAttention",
+    ),
 )
 
 
