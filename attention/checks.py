@@ -39,7 +39,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from ._layout import QKV
+from ._layout import POSITION_KINDS, QKV, ROPE_LAYOUTS
 from .contract import Decoder, SeparateProjections, TranslatesLayout, VariantInfo
 
 
@@ -439,7 +439,7 @@ def _tuple(values: tuple) -> str:
 def check_generate(model, ids, max_new_tokens, attention_mask=None, *, cache_type):
     """The one check of the generation loops: ``max_new_tokens``, then
     :func:`check_decode`."""
-    check_positive(max_new_tokens=max_new_tokens)
+    check_positive(max_new_tokens=max_new_tokens)  # check_decode trusts it
     check_decode(
         model, ids, None, max_new_tokens, attention_mask, cache_type=cache_type
     )
@@ -459,7 +459,8 @@ def check_decode(
 
     ``cache``, if any, must be a ``cache_type`` (generation passes
     :class:`~attention.KVCache`); ``position_ids``, if any, one per new token,
-    within the model's ``context_length``.
+    within the model's ``context_length``. ``max_new_tokens`` comes checked
+    (:func:`check_generate`).
     """
     check_module("model", model, Decoder)
     for i, layer in enumerate(model.layers):
@@ -475,8 +476,7 @@ def check_decode(
             expected = "hold as many tokens in every layer (a decode_step cache)"
             raise ValueError(_must("cache", expected, cache.lengths))
     fed = 0
-    if max_new_tokens is not None:
-        check_positive(max_new_tokens=max_new_tokens)
+    if max_new_tokens is not None:  # checked by check_generate, its one caller
         fed = max_new_tokens - 1  # the last new token is never fed back
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
@@ -792,7 +792,7 @@ def check_rope(x, position_ids, base, layout) -> None:
     rows = x.shape[0] if x.dim() >= 3 else None  # a batch: a row of positions each
     check_position_ids(position_ids, x.shape[-2], rows, x.device)
     check_number("base", base)
-    check_choice("layout", layout, ["half", "interleaved"])
+    check_choice("layout", layout, list(ROPE_LAYOUTS))
 
 
 def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
@@ -834,7 +834,7 @@ def check_state_layout(state: object, num_heads: int) -> list[str]:
 def check_positions(positions: object, use_positions: object = None) -> str:
     """The kind of positions of a ``TinyAttentionModel``, from ``positions`` or
     its older spelling ``use_positions`` (``True`` learned, ``False`` none)."""
-    kinds = ["learned", "rope", "none"]
+    kinds = list(POSITION_KINDS)
     if use_positions is not None:
         check_flag("use_positions", use_positions)
         spelled = "learned" if use_positions else "none"

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from ._layout import POSITION_KINDS
 from .checks import check_integer, check_multiples, check_positive, check_seed
 from .learned import (
     TinyAttentionModel,
@@ -27,9 +28,6 @@ from .learned import (
     token_accuracy,
     train_model,
 )
-
-#: The kinds of positions compared, in the order of the table.
-POSITION_KINDS = ("learned", "rope", "none")
 
 
 def accuracy_by_length(

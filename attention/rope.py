@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import torch
 
+from ._layout import ROPE_LAYOUTS
 from .checks import (
     check_batch,
     check_choice,
@@ -69,9 +70,6 @@ from .checks import (
     check_storage,
 )
 from .multihead import MultiHeadAttention
-
-#: The two layouts of the same rotation: which features form a pair.
-ROPE_LAYOUTS = ("half", "interleaved")
 
 
 def rope_angles(
