@@ -833,15 +833,18 @@ def check_state_layout(state: object, num_heads: int) -> list[str]:
 
 def check_positions(positions: object, use_positions: object = None) -> str:
     """The kind of positions of a ``TinyAttentionModel``, from ``positions`` or
-    its older spelling ``use_positions`` (``True`` learned, ``False`` none)."""
+    its older spelling ``use_positions`` (``True`` learned, ``False`` none);
+    neither given (both ``None``): ``"learned"``."""
     kinds = list(POSITION_KINDS)
     if use_positions is not None:
         check_flag("use_positions", use_positions)
         spelled = "learned" if use_positions else "none"
-        if positions not in ("learned", spelled):  # "learned" is the default
+        if positions not in (None, spelled):
             got = f"positions={positions!r} and use_positions={use_positions}"
             raise ValueError(_must("positions", "not contradict use_positions", got))
         return spelled
+    if positions is None:
+        return "learned"
     if isinstance(positions, bool):
         expected = f"be one of {kinds} (use_positions={positions} is the old spelling)"
         raise ArgumentTypeError(_must("positions", expected, positions))

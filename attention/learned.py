@@ -69,7 +69,8 @@ class TinyAttentionModel(nn.Module):
             number of learned position embeddings.
         num_heads: how many attention heads per layer.
         positions: ``"learned"``, ``"rope"`` or ``"none"``. Default:
-            ``"learned"``.
+            ``None``, which means ``"learned"`` (or what ``use_positions``
+            says).
         num_layers: how many attention layers, one after the other.
             Default: ``1``.
         use_positions: the older spelling, kept so that existing code and
@@ -111,7 +112,7 @@ class TinyAttentionModel(nn.Module):
         d_model: int,
         context_length: int,
         num_heads: int,
-        positions: str = "learned",
+        positions: str | None = None,
         num_layers: int = 1,
         *,
         use_positions: bool | None = None,

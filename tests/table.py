@@ -1810,6 +1810,12 @@ public(
         lambda: MODEL(positions="rope", use_positions=True),
         "positions; rope; use_positions",
     ),
+    # "learned" said aloud contradicts use_positions=False as much as "rope"
+    bad(
+        "positions-contradict-learned",
+        lambda: MODEL(positions="learned", use_positions=False),
+        "positions; learned; use_positions",
+    ),
     bad(
         "use_positions-str",
         lambda: MODEL(use_positions="yes"),
