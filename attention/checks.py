@@ -439,7 +439,7 @@ def _tuple(values: tuple) -> str:
 def check_generate(model, ids, max_new_tokens, attention_mask=None, *, cache_type):
     """The one check of the generation loops: ``max_new_tokens``, then
     :func:`check_decode`."""
-    check_positive(max_new_tokens=max_new_tokens)  # check_decode trusts it
+    check_positive(max_new_tokens=max_new_tokens)
     check_decode(
         model, ids, None, max_new_tokens, attention_mask, cache_type=cache_type
     )
@@ -459,8 +459,7 @@ def check_decode(
 
     ``cache``, if any, must be a ``cache_type`` (generation passes
     :class:`~attention.KVCache`); ``position_ids``, if any, one per new token,
-    within the model's ``context_length``. ``max_new_tokens`` comes checked
-    (:func:`check_generate`).
+    within the model's ``context_length``.
     """
     check_module("model", model, Decoder)
     for i, layer in enumerate(model.layers):
@@ -476,7 +475,8 @@ def check_decode(
             expected = "hold as many tokens in every layer (a decode_step cache)"
             raise ValueError(_must("cache", expected, cache.lengths))
     fed = 0
-    if max_new_tokens is not None:  # checked by check_generate, its one caller
+    if max_new_tokens is not None:
+        check_positive(max_new_tokens=max_new_tokens)
         fed = max_new_tokens - 1  # the last new token is never fed back
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
