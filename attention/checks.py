@@ -795,6 +795,13 @@ def check_rope(x, position_ids, base, layout) -> None:
     check_choice("layout", layout, list(ROPE_LAYOUTS))
 
 
+def check_rope_options(base: object, layout: object) -> None:
+    """Raise unless a model's ``rope_base`` and ``rope_layout`` are valid,
+    whatever its kind of positions: a wrong one is wrong before it is used."""
+    check_number("rope_base", base)
+    check_choice("rope_layout", layout, list(ROPE_LAYOUTS))
+
+
 def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
     """The one check of :func:`~attention.rope_angles`."""
     check_even("head_dim", head_dim, "RoPE turns pairs of features")

@@ -25,6 +25,7 @@ from .checks import (
     check_module,
     check_positions,
     check_positive,
+    check_rope_options,
     check_seed,
     check_shapes,
     check_token_ids,
@@ -127,6 +128,7 @@ class TinyAttentionModel(nn.Module):
             num_layers=num_layers,
         )
         check_divides(("num_heads", num_heads), ("d_model", d_model))
+        check_rope_options(rope_base, rope_layout)
         positions = check_positions(positions, use_positions)
         self.vocab_size = vocab_size
         self.context_length = context_length

@@ -1827,9 +1827,18 @@ public(
     bad(
         "rope-layout",
         lambda: MODEL(positions="rope", rope_layout="gptj"),
-        "layout; gptj",
+        "rope_layout; gptj",
     ),
-    bad("rope-base", lambda: MODEL(positions="rope", rope_base=-1.0), "base; -1.0"),
+    bad(
+        "rope-base", lambda: MODEL(positions="rope", rope_base=-1.0), "rope_base; -1.0"
+    ),
+    # checked whatever the positions: a wrong argument is wrong before it is used
+    bad("rope-layout-learned", lambda: MODEL(rope_layout="gptj"), "rope_layout; gptj"),
+    bad(
+        "rope-base-none",
+        lambda: MODEL(positions="none", rope_base=-5.0),
+        "rope_base; -5.0",
+    ),
 )
 
 
