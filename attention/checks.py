@@ -373,9 +373,11 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
 
 
 def check_attention_mask(
-    attention_mask, x=None, held: int | None = None, counts: bool = False
+    attention_mask, x=None, held: int | None = None, counts: bool = False, like="x"
 ) -> None:
-    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held)."""
+    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held).
+
+    ``like`` names ``x`` in the messages (``"token_ids"`` for generation)."""
     # counts: positions are counted from the mask (generation, the KV cache),
     # so it must hold integers or bools; a float mask will do where it only masks.
     name, mask = "attention_mask", attention_mask
@@ -392,7 +394,7 @@ def check_attention_mask(
         raise ValueError(_must(name, expected, got))
     device = mask.device if x is None else x.device
     if mask.device != device:
-        raise ValueError(_must(name, f"be on {device} like x", mask.device))
+        raise ValueError(_must(name, f"be on {device} like {like}", mask.device))
     if counts and (mask.dtype.is_floating_point or mask.dtype.is_complex):
         expected = "hold integers or bools (positions are counted from it)"
         got = f"{mask.dtype}; convert it first: {name}.long()"
@@ -487,7 +489,9 @@ def check_decode(
         for i, layer in enumerate(model.layers):
             _check_cache_fits(cache, i, layer, ids.shape[0], f"model.layers[{i}]")
     if position_ids is not None:
-        check_position_ids(position_ids, ids.shape[1], ids.shape[0], ids.device)
+        check_position_ids(
+            position_ids, ids.shape[1], ids.shape[0], ids.device, like="token_ids"
+        )
         table = getattr(model, "pos_emb", None)  # learned positions: a table
         if table is not None and position_ids.numel() and not position_ids.is_meta:
             high = position_ids.max().item()
@@ -496,7 +500,7 @@ def check_decode(
                 raise ValueError(_must("position_ids", expected, high))
     if attention_mask is None:
         return
-    check_attention_mask(attention_mask, ids, held, counts=True)
+    check_attention_mask(attention_mask, ids, held, counts=True, like="token_ids")
     if max_new_tokens is None or attention_mask.is_meta:
         return  # nothing is generated after the mask's last column
     if not attention_mask[:, -1].all():
@@ -748,11 +752,14 @@ def check_even(name: str, value: int, why: str) -> None:
         raise ValueError(_must(name, f"be even ({why})", value))
 
 
-def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) -> None:
+def check_position_ids(
+    position_ids, num_tokens=None, rows=None, device=None, like="x"
+) -> None:
     """Raise unless ``position_ids`` are ``(T,)`` or ``(b, T)`` integers >= 0.
 
     ``num_tokens`` fixes ``T``; ``rows`` is the batch size a ``(b, T)`` tensor
-    must have (``None``: one row for every sequence only).
+    must have (``None``: one row for every sequence only); ``device`` is the
+    device of the tensor that ``like`` names in the messages.
     """
     name = "position_ids"
     check_tensor(name, position_ids)
@@ -772,7 +779,8 @@ def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) ->
     if not ok:
         raise ValueError(_must(name, expected, shape))
     if device is not None and position_ids.device != device:
-        raise ValueError(_must(name, f"be on {device} like x", position_ids.device))
+        expected = f"be on {device} like {like}"
+        raise ValueError(_must(name, expected, position_ids.device))
     if position_ids.is_meta or not position_ids.numel():
         return  # no values to read
     low = position_ids.min().item()

@@ -930,6 +930,12 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 lambda: at(torch.tensor([0, 1], dtype=torch.uint8)),
                 "position_ids; uint8",
             ),
+            # decode_step has no x: the message names what it compared with
+            bad(
+                "positions-meta",
+                lambda: at(torch.arange(2, device="meta")),
+                "position_ids; meta; token_ids",
+            ),
             # a learned table has 6 rows: position 6 has none
             bad(
                 "positions-past-table",
@@ -944,6 +950,13 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 "mask-float",
                 lambda: A.decode_step(model(), ids, KVCache(6), torch.ones(1, 2)),
                 "attention_mask; float32; integers",
+            ),
+            bad(
+                "mask-meta",
+                lambda: A.decode_step(
+                    model(), ids, KVCache(6), torch.ones(1, 2, device="meta").long()
+                ),
+                "attention_mask; meta; token_ids",
             ),
             # the cache's own context_length, shorter than the model's
             bad(
