@@ -789,6 +789,16 @@ def check_position_ids(
         raise ValueError(_must(name, expected, f"{low}"))
 
 
+def check_rotary_batch(module: nn.Module, x, position_ids) -> torch.Tensor:
+    """The one check of a rotary layer's ``forward``: ``x`` as :func:`check_batch`
+    wants it, and its ``position_ids``; returns them, ``0 .. T - 1`` if ``None``."""
+    check_batch(module, x)
+    if position_ids is None:
+        return torch.arange(x.shape[1], device=x.device)
+    check_position_ids(position_ids, x.shape[1], x.shape[0], x.device)
+    return position_ids
+
+
 def check_rope(x, position_ids, base, layout) -> None:
     """The one check of :func:`~attention.apply_rope`: ``x`` ``(..., T, head_dim)``
     with an even ``head_dim``, and its ``position_ids``."""

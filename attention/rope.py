@@ -59,13 +59,12 @@ import torch
 
 from ._layout import ROPE_LAYOUTS
 from .checks import (
-    check_batch,
     check_choice,
     check_even,
     check_number,
-    check_position_ids,
     check_rope,
     check_rope_angles,
+    check_rotary_batch,
     check_state_layout,
     check_storage,
 )
@@ -335,30 +334,35 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | None = None
     ) -> torch.Tensor:
-        check_batch(self, x)
-        b, num_tokens, _ = x.shape
-        if position_ids is None:
-            position_ids = torch.arange(num_tokens, device=x.device)
-        else:
-            check_position_ids(position_ids, num_tokens, b, x.device)
-        # (b, T, d_in) -> (b, T, h, hd) -> (b, h, T, hd)
-        shape = (b, num_tokens, self.num_heads, self.head_dim)
-        queries = self.W_query(x).view(shape).transpose(1, 2)
-        keys = self.W_key(x).view(shape).transpose(1, 2)
-        values = self.W_value(x).view(shape).transpose(1, 2)
+        position_ids = check_rotary_batch(self, x, position_ids)  # default 0..T-1
+        b, num_tokens, d_in = x.shape
+        queries = self.W_query(x)  # (b, T, d_in) -> (b, T, d_out)
+        keys = self.W_key(x)  # (b, T, d_out)
+        values = self.W_value(x)  # (b, T, d_out)
+
+        # Split the last dimension into heads: (b, T, d_out) -> (b, T, h, hd)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        # Heads next to the batch: (b, T, h, hd) -> (b, h, T, hd)
+        queries = queries.transpose(1, 2)
+        keys = keys.transpose(1, 2)
+        values = values.transpose(1, 2)
 
         # The new step: turn queries and keys by their positions. (b, h, T, hd)
         queries = self.rotate(queries, position_ids)
         keys = self.rotate(keys, position_ids)
 
-        # (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
+        # Every head at once: (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
         attn_scores = queries @ keys.transpose(2, 3)
         attn_scores.masked_fill_(self.mask[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
         attn_weights = self.dropout(attn_weights)
 
         # (b, h, T, T) @ (b, h, T, hd) -> (b, h, T, hd) -> (b, T, h, hd)
         context_vec = (attn_weights @ values).transpose(1, 2)
-        # (b, T, h, hd) -> (b, T, d_out)
+        # Merge the heads; the transpose left memory out of order, so copy
+        # it contiguous before the view: (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
-        return self.out_proj(context_vec)
+        return self.out_proj(context_vec)  # (b, T, d_out)
