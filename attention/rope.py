@@ -168,10 +168,10 @@ def apply_rope(
         torch.Size([2, 5, 8])
     """
     check_rope(x, position_ids, base, layout)
-    return rotate(x, position_ids, base, layout)
+    return rotate_pairs(x, position_ids, base, layout)
 
 
-def rotate(
+def rotate_pairs(
     x: torch.Tensor, position_ids: torch.Tensor, base: float, layout: str
 ) -> torch.Tensor:
     """:func:`~attention.apply_rope` after the door: the rotation alone, unchecked.
@@ -329,7 +329,7 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
 
         What a KV cache's attention calls (:func:`~attention.cached_attention`).
         """
-        return rotate(t, position_ids, self.base, self.layout)
+        return rotate_pairs(t, position_ids, self.base, self.layout)
 
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | None = None

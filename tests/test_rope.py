@@ -263,7 +263,7 @@ def test_the_pages_listing_highlights_rotate_and_two_lines_of_forward():
     old, _ = source_without_docstrings(MultiHeadAttention, members)
     highlighted = [new[n - 1].strip() for n in changed_lines(new, old)]
     assert highlighted == [
-        "return rotate(t, position_ids, self.base, self.layout)",
+        "return rotate_pairs(t, position_ids, self.base, self.layout)",
         "queries = self.rotate(queries, position_ids)",
         "keys = self.rotate(keys, position_ids)",
     ]
