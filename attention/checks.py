@@ -121,9 +121,10 @@ def check_integer(name: str, value: int, smallest=-math.inf, below=math.inf) -> 
         raise ValueError(_must(name, kind, value))
 
 
-def check_seed(seed: int) -> None:
-    """Raise unless ``seed`` is an integer that torch's generators take."""
-    check_integer("seed", seed, smallest=-(2**63), below=2**64)
+def check_seed(seed: int, derived: int = 0) -> None:
+    """Raise unless ``seed`` is an integer that torch's generators take, and so
+    is ``seed + derived``, the largest seed a function derives from it."""
+    check_integer("seed", seed, smallest=-(2**63), below=2**64 - derived)
 
 
 def check_storage(name: str, value: object, nbytes: int) -> None:
