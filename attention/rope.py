@@ -20,8 +20,9 @@ and gives other outputs.
 
 Angles are computed in float64 and only their cosines and sines are cast to
 the input's dtype: position ``m`` times a frequency, multiplied in float32,
-loses the low bits of ``m`` (about 5e-4 rad at position 8,000).
-:func:`rope_angles` can compute them either way, to show the difference.
+loses the low bits of ``m``, more as ``m`` grows. :func:`rope_angles` can
+compute them either way, to show the difference (its example: more than
+1e-3 rad at position 100,000; the page's table gives it by position).
 
 The five mistakes of RoPE generation, and where this package avoids each.
 ``tests/test_rope.py`` writes each as a one-line mutant of a copy of the
