@@ -825,6 +825,9 @@ def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
     """The one check of :func:`~attention.rope_angles`."""
     check_even("head_dim", head_dim, "RoPE turns pairs of features")
     check_tensor("position_ids", position_ids)
+    if position_ids.dim() not in (1, 2):
+        expected = "have the shape (T,) or (b, T)"
+        raise ValueError(_must("position_ids", expected, tuple(position_ids.shape)))
     rows = position_ids.shape[0] if position_ids.dim() == 2 else None
     check_position_ids(position_ids, rows=rows)
     check_number("base", base)

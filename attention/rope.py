@@ -93,8 +93,8 @@ def rope_angles(
         dtype: the floating-point dtype to compute in. Default: float64.
 
     Shape:
-        position_ids: ``(..., T)``
-        Output: ``(..., T, hd/2)``
+        position_ids: ``(T,)`` or ``(b, T)``
+        Output: ``(T, hd/2)`` or ``(b, T, hd/2)``
 
     Returns:
         The angles in radians, in ``dtype``.

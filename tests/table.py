@@ -2290,7 +2290,12 @@ public(
     ),
     bad("ids-float", lambda: A.rope_angles(torch.arange(3.0), 4), f"{POS}; float32"),
     bad("ids-negative", lambda: A.rope_angles(torch.tensor([2, -3]), 4), f"{POS}; -3"),
-    bad("ids-rank", lambda: A.rope_angles(z(1, 2, 3).long(), 4), f"{POS}; (1, 2, 3)"),
+    # (b, T) works too, so the message offers both shapes
+    bad(
+        "ids-rank",
+        lambda: A.rope_angles(z(1, 2, 3).long(), 4),
+        f"{POS}; (1, 2, 3); (T,); (b, T)",
+    ),
     bad(
         "dtype-int",
         lambda: A.rope_angles(torch.arange(3), 4, dtype=torch.int64),
