@@ -238,7 +238,11 @@ def rope_layout_state_dict(
     Args:
         state: a ``state_dict()`` of a model whose attention layers keep
             ``W_query`` and ``W_key`` (``(h * hd, d_in)`` weights).
-        num_heads: heads per layer.
+        num_heads: heads per layer, as the model was built. A state dict
+            cannot tell it: ``W_query`` has ``num_heads * head_dim`` rows,
+            and any count that leaves an even ``head_dim`` passes the
+            checks. A wrong one reorders rows across the wrong head
+            boundaries and the model gives other outputs, with no error.
         source: the layout the checkpoint was trained with.
         target: the layout of the model that will load it.
 
