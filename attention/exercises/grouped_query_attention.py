@@ -35,7 +35,7 @@ def _repeat_kv_cases() -> list[Case]:
         ),
         Case(
             "one token, a batch of one, float64",
-            "只有一个词元，批大小为 1，float64",
+            "只有一个词元，批次大小为 1，float64",
             (_heads(1, 4, 1, 3, torch.float64), 2),
         ),
     ]

@@ -51,7 +51,7 @@ def _attention_cases() -> list[Case]:
         ),
         _attention_case(
             "one token into an empty cache, a batch of one",
-            "1 个词元进入空缓存，批大小为 1",
+            "1 个词元进入空缓存，批次大小为 1",
             1,
             0,
             1,
@@ -130,14 +130,14 @@ def _decode_cases() -> list[Case]:
     return [
         _model_case(
             "one new token after a prompt of 4",
-            "4 个词元的提示之后来了 1 个新词元",
+            "4 个词元的提示词之后来了 1 个新词元",
             2,
             4,
             1,
         ),
         _model_case(
             "a prefill: a prompt of 5 into an empty cache",
-            "预填充：5 个词元的提示进入空缓存",
+            "预填充：5 个词元的提示词进入空缓存",
             2,
             0,
             5,
@@ -151,7 +151,7 @@ def _decode_cases() -> list[Case]:
         ),
         _model_case(
             "one token into an empty cache, a batch of one",
-            "1 个词元进入空缓存，批大小为 1",
+            "1 个词元进入空缓存，批次大小为 1",
             1,
             0,
             1,

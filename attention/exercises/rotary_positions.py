@@ -19,7 +19,7 @@ def _angles_cases() -> list[Case]:
         ),
         Case(
             "base 100, head_dim 4",
-            "base 100，head_dim 4",
+            "底数 base 为 100，head_dim 4",
             (torch.arange(3), 4),
             {"base": 100.0},
         ),
@@ -90,7 +90,7 @@ def _rope_cases() -> list[Case]:
         ),
         Case(
             "float64, base 100",
-            "float64，base 100",
+            "float64，底数 base 为 100",
             (features(1, 2, 4, 6, dtype=torch.float64), torch.arange(4)),
             {"base": 100.0},
         ),
