@@ -376,6 +376,13 @@ def check_window_layers(window, sink_tokens, num_layers: int) -> tuple:
     return tuple(None if entry is None else int(entry) for entry in windows)
 
 
+def check_window_list(windows: object) -> None:
+    """Raise unless ``windows`` is a list or tuple, one window per layer."""
+    if not isinstance(windows, list | tuple) or not windows:
+        expected = "be a non-empty list with one window (or None) per layer"
+        raise ArgumentTypeError(_must("windows", expected, _got(windows)))
+
+
 def check_window_positions(windows: tuple, positions: str) -> None:
     """Raise unless a model with a window has positions that a window lets
     run on: rotary ones or none, not a learned table."""

@@ -33,6 +33,7 @@ from .checks import (
     check_kv,
     check_positive,
     check_window_layers,
+    check_window_list,
 )
 from .gqa import repeat_kv
 from .window import window_hidden
@@ -443,6 +444,146 @@ def kv_cache_bytes(
     for size in sizes:
         total *= int(size)
     return total
+
+
+def layer_windows(
+    num_layers: int, window: int, local_per_global: int | None = None
+) -> list[int | None]:
+    """The window of every layer of a model with local and global layers.
+
+    Book section: Beyond the chapter, Bounded context. ``local_per_global``
+    local layers (a window), then one global layer (``None``, the whole
+    past), repeated from the first layer: Gemma 2 alternates, ``1``; Gemma 3
+    has ``5`` local layers to a global one. ``None``: every layer is local
+    (Mistral 7B). The order is Hugging Face's ``layer_types``.
+
+    Args:
+        num_layers: how many attention layers, at least 1.
+        window: the local layers' window, at least 1.
+        local_per_global: local layers before each global one, at least 1,
+            or ``None``. Default: ``None``.
+
+    Returns:
+        A list of ``num_layers`` entries, each ``window`` or ``None``.
+
+    Example:
+        >>> layer_windows(4, 4096, 1)  # Gemma 2's alternation
+        [4096, None, 4096, None]
+        >>> layer_windows(7, 1024, 5)  # Gemma 3's five to one
+        [1024, 1024, 1024, 1024, 1024, None, 1024]
+    """
+    check_positive(num_layers=num_layers, window=window)
+    if local_per_global is None:
+        return [window] * num_layers
+    check_positive(local_per_global=local_per_global)
+    period = local_per_global + 1  # the global layer closes each period
+    return [None if (i + 1) % period == 0 else window for i in range(num_layers)]
+
+
+def kv_cache_bytes_by_layer(
+    batch: int,
+    tokens: int,
+    windows: Sequence[int | None],
+    kv_heads: int,
+    head_dim: int,
+    bytes_per_element: int,
+    sink_tokens: int = 0,
+) -> int:
+    """The size of a KV cache whose layers may each have a window, by the formula.
+
+    Book section: Beyond the chapter, Bounded context. A layer with a
+    window holds ``min(tokens, window + sink_tokens)`` tokens, a global layer
+    (``None``) all ``tokens``, each with one key and one value of
+    ``kv_heads * head_dim`` numbers per sequence. With every entry ``None``
+    this is :func:`kv_cache_bytes`.
+
+    Args:
+        batch: sequences generated together.
+        tokens: tokens seen per sequence.
+        windows: the window of every layer (``None`` for a global layer), as
+            :func:`layer_windows` makes them.
+        kv_heads: key/value heads per layer.
+        head_dim: features per head.
+        bytes_per_element: 4 for float32, 2 for float16 and bfloat16.
+        sink_tokens: tokens a windowed layer keeps besides its window.
+            Default: ``0``.
+
+    Returns:
+        The number of bytes, an ``int``.
+
+    Example:
+        >>> mistral = MODEL_WINDOWS["Mistral 7B"]
+        >>> windows = layer_windows(mistral["layers"], mistral["window"])
+        >>> kv_cache_bytes_by_layer(1, 32768, windows, 8, 128, 2) // 2**20  # MiB
+        512
+        >>> kv_cache_bytes(1, 32768, 32, 8, 128, 2) // 2**20  # without the window
+        4096
+    """
+    check_positive(
+        batch=batch,
+        tokens=tokens,
+        kv_heads=kv_heads,
+        head_dim=head_dim,
+        bytes_per_element=bytes_per_element,
+    )
+    check_window_list(windows)
+    windows = check_window_layers(windows, sink_tokens, len(windows))
+    held = 0  # tokens held, summed over the layers
+    for window in windows:
+        if window is None:
+            held += int(tokens)
+        else:
+            held += min(int(tokens), window + int(sink_tokens))
+    # Python ints: a NumPy integer would wrap around at 2**63 without a word.
+    sizes = (batch, held, kv_heads, head_dim, bytes_per_element)
+    total = 2  # a key and a value
+    for size in sizes:
+        total *= int(size)
+    return total
+
+
+#: Three real configurations with windows, as their Hugging Face config files
+#: give them (``num_hidden_layers``, ``num_key_value_heads``, ``head_dim``,
+#: ``sliding_window``) and the layer pattern of transformers' configuration
+#: classes (``layer_types``: local layers ``"sliding_attention"``, global
+#: ones ``"full_attention"``). ``local_per_global`` is ``None`` when every
+#: layer is local. Pass an entry's values to :func:`layer_windows` and
+#: :func:`kv_cache_bytes_by_layer`.
+MODEL_WINDOWS: dict[str, dict] = {
+    "Mistral 7B": {
+        "layers": 32,
+        "kv_heads": 8,
+        "head_dim": 128,  # hidden_size 4096 / 32 attention heads
+        "window": 4096,
+        "local_per_global": None,
+        # mistralai/Mistral-7B-v0.1's config.json, as fine-tunes copy it
+        # (e.g. huggingface.co/dmayboroda/42_mistral_0.1); head_dim 128 in
+        # huggingface.co/mlx-community/mistral-7B-v0.1's config.json
+        "source": "https://huggingface.co/mistralai/Mistral-7B-v0.1",
+    },
+    "Gemma 2 9B": {
+        "layers": 42,
+        "kv_heads": 8,
+        "head_dim": 256,
+        "window": 4096,
+        "local_per_global": 1,  # layer 0 local, layer 1 global, ...
+        # google/gemma-2-9b's config.json (huggingface.co/hfhugs/gemma-2-9b-it
+        # and fine-tunes of google/gemma-2-9b); the alternation:
+        # transformers' configuration_gemma2.py, "sliding_attention" if (i + 1) % 2
+        "source": "https://huggingface.co/google/gemma-2-9b",
+    },
+    "Gemma 3 12B": {
+        "layers": 48,
+        "kv_heads": 8,
+        "head_dim": 256,
+        "window": 1024,
+        "local_per_global": 5,  # sliding_window_pattern 6: every 6th layer global
+        # google/gemma-3-12b-it's text config, as
+        # huggingface.co/OpenPipe/gemma-3-12b-it-text-only's config.json has it
+        # (sliding_window 1024, sliding_window_pattern 6)
+        "source": "https://huggingface.co/google/gemma-3-12b-it",
+    },
+}
 
 
 def cached_attention(

@@ -15,11 +15,15 @@ import torch
 from helpers import assert_message_names, checks_called
 
 from attention import (
+    MODEL_WINDOWS,
     KVCache,
     TinyAttentionModel,
     decode_step,
     generate_greedy,
     generate_greedy_cached,
+    kv_cache_bytes,
+    kv_cache_bytes_by_layer,
+    layer_windows,
 )
 
 W, S = 4, 2  # the window and the sink tokens of most tests here
@@ -337,3 +341,39 @@ def test_a_cache_bounded_otherwise_than_the_model_is_refused():
     with pytest.raises(ValueError) as error:
         generate_greedy_cached(model, _ids(1, 3), 2, cache=used)
     assert_message_names(error.value, ("cache",), ("empty",))
+
+
+# --- memory of real configurations --------------------------------------------
+
+
+def test_the_real_patterns_count_their_local_and_global_layers():
+    counts = {}
+    for name, config in MODEL_WINDOWS.items():
+        windows = layer_windows(
+            config["layers"], config["window"], config["local_per_global"]
+        )
+        counts[name] = (sum(w is not None for w in windows), windows.count(None))
+    assert counts == {
+        "Mistral 7B": (32, 0),
+        "Gemma 2 9B": (21, 21),
+        "Gemma 3 12B": (40, 8),
+    }
+
+
+@pytest.mark.parametrize("local_per_global", [None, 1, 5])
+def test_the_estimate_is_what_a_tiny_model_with_the_pattern_holds(local_per_global):
+    windows = layer_windows(6, 3, local_per_global)
+    model = _model(window=windows, sink_tokens=1, num_layers=6).eval()
+    cache = KVCache(40, num_layers=6, window=windows, sink_tokens=1)
+    ids = _ids(2, 14)
+    with torch.no_grad():
+        for t in range(14):
+            decode_step(model, ids[:, t : t + 1], cache)
+            # b=2, 2 key/value heads of 8 features, float64: 8 bytes
+            estimate = kv_cache_bytes_by_layer(
+                2, t + 1, windows, 2, 8, 8, sink_tokens=1
+            )
+            assert cache.nbytes() == estimate, f"{t + 1} tokens"
+    without = kv_cache_bytes(2, 14, 6, 2, 8, 8)
+    assert kv_cache_bytes_by_layer(2, 14, [None] * 6, 2, 8, 8) == without
+    assert (cache.nbytes() < without) == (windows.count(None) < 6)
