@@ -178,7 +178,7 @@ class KVCache:
             keys: ``(b, g, T_new, hd)``
             values: ``(b, g, T_new, hd)``
             Output: two tensors ``(b, g, T_all, hd)``; for a windowed layer
-            ``(b, g, S_h + R + T_new, hd)``: its sinks, its ring, the new rows
+                ``(b, g, S_h + R + T_new, hd)``: its sinks, its ring, the new rows
 
         Returns:
             ``(keys, values)`` of every token cached for ``layer``, oldest
@@ -316,8 +316,8 @@ class KVCache:
 
         Shape:
             attention_mask: ``(b, T_all)``, ``T_all = start + T_new``
-            Output: ``(b, 1, T_new, S_h + R + T_new)`` (``b = 1`` without a
-            mask), ``True`` = hidden
+            Output: ``(b, 1, T_new, S_h + R + T_new)`` (``b = 1`` without
+                a mask), ``True`` = hidden
         """
         window = self.windows[layer]
         start = self.seen[layer]
@@ -384,7 +384,7 @@ def row_positions(
     Shape:
         attention_mask: ``(b, T_all)``, ``T_all >= first + num_rows``
         Output: two ``(b, num_rows)`` tensors (``b = 1`` without a mask),
-        positions (``torch.long``) and real (``torch.bool``)
+            positions (``torch.long``) and real (``torch.bool``)
 
     Example:
         >>> mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
