@@ -79,6 +79,43 @@ def window_mask(
     # (Tq, 1): each query's position among the keys; (1, Tk): each key's.
     query_pos = torch.arange(num_keys - num_queries, num_keys, device=device)[:, None]
     key_pos = torch.arange(num_keys, device=device)[None, :]
+    return hidden_keys(query_pos, key_pos, window, sink_tokens)  # (Tq, Tk)
+
+
+def hidden_keys(
+    query_pos: torch.Tensor,
+    key_pos: torch.Tensor,
+    window: int | None = None,
+    sink_tokens: int = 0,
+) -> torch.Tensor:
+    """The rule of :func:`window_mask`, for any positions: the one definition.
+
+    Book section: Beyond the chapter, Bounded context. Key ``j`` is hidden
+    from a query at position ``p`` when it is in the future (``j > p``), or
+    when it is too old for the window (``j <= p - window``) and is not one of
+    the first ``sink_tokens`` keys. :func:`window_mask` calls it on every
+    position; :func:`~attention.flash_attention` on one tile pair's positions
+    at a time. Unchecked: the callers check their arguments.
+
+    Args:
+        query_pos: the queries' positions.
+        key_pos: the keys' positions; broadcast against ``query_pos``.
+        window: how many keys a query sees, itself included; ``None`` for
+            all the past.
+        sink_tokens: how many of the first keys stay visible.
+
+    Shape:
+        query_pos: ``(Tq, 1)``
+        key_pos: ``(1, Tk)``
+        Output: ``(Tq, Tk)``, boolean.
+
+    Returns:
+        ``True`` where attention is forbidden.
+
+    Example:
+        >>> hidden_keys(torch.tensor([[6]]), torch.arange(8)[None, :], window=3).int()
+        tensor([[1, 1, 1, 1, 0, 0, 0, 1]], dtype=torch.int32)
+    """
     hidden = key_pos > query_pos  # the future, as in the causal mask
     if window is not None:
         too_old = key_pos <= query_pos - window
