@@ -351,16 +351,68 @@ def check_window(window: object, causal: bool) -> None:
         raise ValueError(_must("window", expected, f"{window}; pass causal=True"))
 
 
-def check_kv(keys, values, cached: torch.Tensor | None, limit: int) -> None:
-    """Raise unless new ``keys``, ``values`` (b, g, T_new, hd) fit: ``limit`` tokens."""
+def check_kv(
+    keys, values, cached: torch.Tensor | None, limit: int, held: int | None = None
+) -> None:
+    """Raise unless new ``keys``, ``values`` (b, g, T_new, hd) fit: ``limit``
+    tokens after ``held`` (default: the rows of ``cached``; 0 for a window)."""
     layout = "b g T_new head_dim"
     tensors = {"keys": (keys, layout), "values": (values, layout)}
-    held = 0
     if cached is not None:
         tensors["cached_keys"] = (cached, "b g T_held head_dim")
-        held = cached.shape[2]
+    if held is None:
+        held = 0 if cached is None else cached.shape[2]
     check_shapes(**tensors)
     _room("keys", keys.shape[2], limit, held)
+
+
+def check_window_layers(window, sink_tokens, num_layers: int) -> tuple:
+    """Raise unless ``window`` is ``None``, an integer >= 1 or one such entry (or
+    ``None``) per layer, and ``sink_tokens`` an integer >= 0 that has a window
+    to outlive; return the window of every layer, a tuple."""
+    check_integer("sink_tokens", sink_tokens, smallest=0)
+    expected = (
+        f"be None, an integer of at least 1, or a list of {num_layers} entries"
+        " (one per layer, each None or an integer of at least 1)"
+    )
+    if window is None or isinstance(window, Integral):
+        windows = (window,) * num_layers
+    elif isinstance(window, list | tuple):
+        windows = tuple(window)
+        if len(windows) != num_layers:
+            raise ValueError(_must("window", expected, f"{len(windows)} entries"))
+    else:
+        raise ArgumentTypeError(_must("window", expected, _got(window)))
+    for entry in windows:
+        if entry is not None:
+            check_integer("each entry of window", entry, smallest=1)
+    if sink_tokens and all(entry is None for entry in windows):
+        expected = "be 0 without a window: sinks are what a window keeps besides itself"
+        raise ValueError(_must("sink_tokens", expected, sink_tokens))
+    return tuple(None if entry is None else int(entry) for entry in windows)
+
+
+def check_window_list(windows: object) -> None:
+    """Raise unless ``windows`` is a list or tuple, one window per layer."""
+    if not isinstance(windows, list | tuple) or not windows:
+        expected = "be a non-empty list with one window (or None) per layer"
+        raise ArgumentTypeError(_must("windows", expected, _got(windows)))
+
+
+def check_window_positions(windows: tuple, positions: str) -> None:
+    """Raise unless a model with a window has positions that a window lets
+    run on: rotary ones or none, not a learned table."""
+    if positions == "learned" and any(w is not None for w in windows):
+        expected = (
+            "be 'rope' or 'none' with a window: a learned table ends at"
+            " context_length, which a bounded cache would let generation pass"
+        )
+        raise ValueError(_must("positions", expected, "'learned'"))
+
+
+def check_cache_bounds(positions: object, kinds: list) -> None:
+    """Raise unless ``positions`` names where a bounded cache puts its sinks."""
+    check_choice("positions", positions, kinds)
 
 
 def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0, 0)):
@@ -452,13 +504,47 @@ def _tuple(values: tuple) -> str:
     return "(" + ", ".join(str(v) for v in values) + ")"
 
 
-def check_generate(model, ids, max_new_tokens, attention_mask=None, *, cache_type):
+def check_generate(
+    model,
+    ids,
+    max_new_tokens,
+    attention_mask=None,
+    *,
+    cache_type,
+    cached=False,
+    cache=None,
+):
     """The one check of the generation loops: ``max_new_tokens``, then
-    :func:`check_decode`."""
+    :func:`check_decode`. ``cached``: the loop keeps a cache, ``cache`` if
+    given, which must then be empty and bounded as the model is."""
     check_positive(max_new_tokens=max_new_tokens)
+    if cache is not None:
+        check_module("cache", cache, cache_type)
+        if any(cache.lengths):
+            expected = "be empty: generation starts with the prefill"
+            raise ValueError(_must("cache", expected, f"lengths {cache.lengths}"))
     check_decode(
-        model, ids, None, max_new_tokens, attention_mask, cache_type=cache_type
+        model,
+        ids,
+        cache,
+        max_new_tokens,
+        attention_mask,
+        cache_type=cache_type,
+        cached=cached,
     )
+
+
+def _windows_of(model) -> tuple[tuple, int]:
+    """A model's window per layer and sink tokens, ``(None, ...), 0`` if none."""
+    windows = getattr(model, "windows", None) or (None,) * len(model.layers)
+    return tuple(windows), getattr(model, "sink_tokens", 0)
+
+
+def _unbounded_positions(model, windows: tuple) -> bool:
+    """Whether a cache with these windows lets ``model`` generate without an
+    end: every layer windowed, and no learned position table to run out."""
+    windowed = all(w is not None for w in windows)
+    return windowed and getattr(model, "pos_emb", None) is None
 
 
 def check_decode(
@@ -470,16 +556,21 @@ def check_decode(
     *,
     position_ids=None,
     cache_type: type,
+    cached: bool = False,
 ):
     """The one check of generation: a ``Decoder`` model and a prompt that fits.
 
     ``cache``, if any, must be a ``cache_type`` (generation passes
-    :class:`~attention.KVCache`); ``position_ids``, if any, one per new token,
-    within the model's ``context_length``.
+    :class:`~attention.KVCache`), bounded as the model is; ``position_ids``,
+    if any, one per new token, within the model's ``context_length``.
+    ``cached``: the loop keeps a cache. A cache whose every layer has a
+    window lets a model without a position table go past its
+    ``context_length``: then only the new tokens of one call must fit.
     """
     check_module("model", model, Decoder)
     for i, layer in enumerate(model.layers):
         check_module(f"model.layers[{i}]", layer, SeparateProjections)
+    windows, sink_tokens = _windows_of(model)
     held = 0
     if cache is not None:
         check_module("cache", cache, cache_type)
@@ -490,16 +581,33 @@ def check_decode(
         if len(set(cache.lengths)) > 1:
             expected = "hold as many tokens in every layer (a decode_step cache)"
             raise ValueError(_must("cache", expected, cache.lengths))
+        bounds = (tuple(cache.windows), cache.sink_tokens)
+        if bounds != (windows, sink_tokens):
+            expected = (
+                f"have the model's window={list(windows)}, sink_tokens={sink_tokens}"
+            )
+            got = f"window={list(cache.windows)}, sink_tokens={cache.sink_tokens}"
+            raise ValueError(_must("cache", expected, got))
     fed = 0
     if max_new_tokens is not None:
         check_positive(max_new_tokens=max_new_tokens)
         fed = max_new_tokens - 1  # the last new token is never fed back
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
-    _room("token_ids", ids.shape[1], model.context_length, held, fed)
+    counted_held, counted_fed = held, fed
+    if (cached or cache is not None) and _unbounded_positions(model, windows):
+        counted_held, counted_fed = 0, 0  # a bounded cache: one call must fit
+    _room("token_ids", ids.shape[1], model.context_length, counted_held, counted_fed)
     if cache is not None:
         limit = "cache.context_length"
-        _room("token_ids", ids.shape[1], cache.context_length, held, fed, limit)
+        _room(
+            "token_ids",
+            ids.shape[1],
+            cache.context_length,
+            counted_held,
+            counted_fed,
+            limit,
+        )
         for i, layer in enumerate(model.layers):
             _check_cache_fits(cache, i, layer, ids.shape[0], f"model.layers[{i}]")
     if position_ids is not None:

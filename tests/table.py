@@ -1680,6 +1680,15 @@ public(
         lambda: KVCache(4).update(0, z(1, 2, 1, 5), z(1, 2, 1, 4)),
         "values; 5; 4",
     ),
+    *bad_values(lambda v: KVCache(4, window=v), "window")[:4],
+    bad("window-per-layer", lambda: KVCache(4, 2, window=[2]), "window; 2; 1"),
+    bad("sinks-no-window", lambda: KVCache(4, sink_tokens=1), "sink_tokens; window"),
+    bad(
+        "sinks-negative",
+        lambda: KVCache(4, window=2, sink_tokens=-1),
+        "sink_tokens; -1",
+    ),
+    bad("positions", lambda: KVCache(4, window=2, positions="rel"), "positions; rel"),
 )
 
 
@@ -1841,6 +1850,73 @@ public(
     ),
     bad("numpy-bool", lambda: _kv_sizes(layers=np.bool_(True)), "layers; bool", TYPE),
     bad("numpy-zero", lambda: _kv_sizes(batch=np.int64(0)), "batch; 0"),
+    dtypes=(F32,),
+    devices=CPU_ONLY,
+)
+
+
+def _windows_sample(d: Draw) -> Sample:
+    return Sample(A.layer_windows, (d.int(1, 9), d.int(1, 5), d.pick([None, 1, 2, 5])))
+
+
+def _windows_ref(s: Sample) -> list:
+    num_layers, window, local = s.args
+    if local is None:
+        return [window] * num_layers
+    # a global layer after every `local` local ones
+    return [None if i % (local + 1) == local else window for i in range(num_layers)]
+
+
+public(
+    "layer_windows",
+    _windows_sample,
+    _windows_ref,
+    *bad_values(lambda v: A.layer_windows(v, 4), "num_layers")[:3],
+    *bad_values(lambda v: A.layer_windows(4, v), "window")[:3],
+    *bad_values(lambda v: A.layer_windows(4, 4, v), "local_per_global")[:3],
+    dtypes=(F32,),
+    devices=CPU_ONLY,
+)
+
+
+def _by_layer_sample(d: Draw) -> Sample:
+    windows = [d.pick([None, 1, 2, 3, 6]) for _ in range(d.int(1, 4))]
+    sizes = [d.int(1, 5) for _ in range(4)]
+    return Sample(
+        A.kv_cache_bytes_by_layer,
+        (sizes[0], sizes[1], windows, sizes[2], sizes[3], d.pick([2, 4, 8])),
+        {"sink_tokens": d.int(0, 2) if any(windows) else 0},
+    )
+
+
+def _by_layer_ref(s: Sample) -> int:
+    batch, tokens, windows, kv_heads, head_dim, nbytes = s.args
+    sinks = s.kwargs["sink_tokens"]
+    held = sum(tokens if w is None else min(tokens, w + sinks) for w in windows)
+    return 2 * batch * held * kv_heads * head_dim * nbytes
+
+
+def _by_layer(**bad_one) -> int:
+    sizes = dict.fromkeys(["batch", "tokens", "kv_heads", "head_dim"], 1)
+    args = {**sizes, "windows": [4], "bytes_per_element": 2, **bad_one}
+    return A.kv_cache_bytes_by_layer(**args)
+
+
+public(
+    "kv_cache_bytes_by_layer",
+    _by_layer_sample,
+    _by_layer_ref,
+    *bad_values(lambda v: _by_layer(tokens=v), "tokens")[:2],
+    *bad_values(lambda v: _by_layer(kv_heads=v), "kv_heads")[:2],
+    bad("window-zero", lambda: _by_layer(windows=[4, 0]), "window; 0"),
+    bad("window-str", lambda: _by_layer(windows=["4"]), "window; '4'", TYPE),
+    bad("windows-int", lambda: _by_layer(windows=4), "windows; 4", TYPE),
+    bad("sinks-negative", lambda: _by_layer(sink_tokens=-1), "sink_tokens; -1"),
+    bad(
+        "sinks-no-window",
+        lambda: _by_layer(windows=[None], sink_tokens=1),
+        "sink_tokens; window",
+    ),
     dtypes=(F32,),
     devices=CPU_ONLY,
 )
