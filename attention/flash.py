@@ -271,7 +271,7 @@ def flash_attention(
     (and ``causal=True``) a query at position ``p`` sees only the keys
     ``p - W < j <= p``, as :func:`~attention.window_mask` says, and the walk
     also *starts* late: key tiles wholly older than the window are never
-    computed either (:func:`computed_tiles` lists the pairs that are).
+    computed either (:func:`~attention.flash.computed_tiles` lists the pairs that are).
     ``sinks``, one learned logit ``s`` per head (GPT-OSS), joins every row's
     softmax as a score with no value: the running maximum starts at ``s``
     and the running sum at ``exp(s - s) = 1``, as if the sink were the first
@@ -441,7 +441,7 @@ def tile_mask(
 
 
 class TilePair(NamedTuple):
-    """One tile pair that :func:`flash_attention` computes: the query tile's
+    """One tile pair that :func:`~attention.flash_attention` computes: the query tile's
     and the key tile's index (``q0 // tile_size``, ``k0 // tile_size``), and
     whether a mask is applied to it (the diagonal or the window crosses it)."""
 
@@ -457,10 +457,10 @@ def computed_tiles(
     causal: bool = False,
     window: int | None = None,
 ) -> list[TilePair]:
-    """The tile pairs :func:`flash_attention` computes; every other one is skipped.
+    """The tile pairs :func:`~attention.flash_attention` computes; the rest are skipped.
 
     Book section: Beyond the chapter, FlashAttention from scratch, and Bounded
-    context. The same walk as :func:`flash_attention`'s loops, without the
+    context. The same walk as :func:`~attention.flash_attention`'s loops, without the
     arithmetic: for each query tile, the key tiles from the one holding the
     first query's oldest key in the window to the one holding the last
     query's own position. A pair not listed holds no pair of a query and a
@@ -758,7 +758,7 @@ def flash_attention_backward(
     a ``window``, so are those wholly older than the window, and those its
     edge crosses are masked. Sinks change nothing here: ``L`` includes them,
     so ``P = exp(S - L)`` is already each key's share after the sink's; the
-    sinks' own gradient is :func:`sink_gradient`.
+    sinks' own gradient is :func:`~attention.flash.sink_gradient`.
 
     Args:
         queries: the forward pass's queries.
@@ -848,14 +848,14 @@ def sink_gradient(
     Book section: Beyond the chapter, Bounded context. The sink is one more
     column of every row's scores, with weight ``P_sink = exp(s - L)`` and no
     value, so its ``dP`` is 0 and the softmax backward
-    (:func:`softmax_backward`) gives it ``dS = P_sink * (0 - D)``, with
-    ``D = rowsum(dO * O)`` (:func:`backward_delta`). A head's sink is shared
+    (:func:`~attention.softmax_backward`) gives it ``dS = P_sink * (0 - D)``, with
+    ``D = rowsum(dO * O)`` (:func:`~attention.backward_delta`). A head's sink is shared
     by all its rows: its gradient is the sum over the batch and the queries.
 
     Args:
         sinks: the sink logit of each head.
         lse: the forward pass's log-sum-exp ``L``, sink included.
-        delta: ``D`` of each query (from :func:`backward_delta`).
+        delta: ``D`` of each query (from :func:`~attention.backward_delta`).
 
     Shape:
         sinks: ``(h,)``
@@ -900,7 +900,7 @@ class FlashAttentionFunction(torch.autograd.Function):
     causal, tile_size, window, sinks)`` (positional arguments, as for every
     ``torch.autograd.Function``; the last four may be left out). With
     ``sinks``, it saves them too, and their gradient is
-    :func:`sink_gradient`'s.
+    :func:`~attention.flash.sink_gradient`'s.
 
     Args:
         queries: the queries of every head.

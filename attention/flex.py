@@ -1,4 +1,4 @@
-"""FlexAttention as a second reference: the book's masks as ``mask_mod``s (beyond).
+"""FlexAttention as a second reference: the book's masks as mask_mod functions (beyond).
 
 Shape legend: ``b`` batch size, ``h`` heads, ``Tq`` queries, ``Tk`` keys,
 ``hd`` ``head_dim``.
@@ -36,7 +36,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from .checks import check_integer, check_positive
+from .checks import check_flag, check_integer, check_positive
 
 #: ``mask_mod(b, h, q_idx, kv_idx) -> bool tensor``, ``True`` = attend.
 MaskMod = Callable[
@@ -130,11 +130,11 @@ def window_mask_mod(
 
 def flex_mask(mask_mod: MaskMod, batch: int, num_queries: int, num_keys: int):
     """The package's polarity of a ``mask_mod``: ``True`` where attention is
-    forbidden, built by FlexAttention's own ``create_mask``.
+    forbidden, built by FlexAttention's own ``create_mask``, for one head
+    (the book's masks are the same for every head).
 
     Shape:
-        Output: ``(batch, 1, Tq, Tk)``, boolean (one head: the book's masks
-        do not depend on it).
+        Output: ``(batch, 1, Tq, Tk)``, boolean.
     """
     from torch.nn.attention.flex_attention import create_mask
 
@@ -196,7 +196,9 @@ def _median_seconds(run: Callable[[], object], rounds: int) -> float:
     return statistics.median(times)
 
 
-def flex_cpu_limits(num_tokens: int = 256, rounds: int = 5) -> dict[str, object]:
+def flex_cpu_limits(
+    num_tokens: int = 256, rounds: int = 5, compile: bool = False
+) -> dict[str, object]:
     """What FlexAttention can and cannot do on this machine's CPU, measured.
 
     Book section: Beyond the chapter, Bounded context. In float32, one
@@ -208,14 +210,16 @@ def flex_cpu_limits(num_tokens: int = 256, rounds: int = 5) -> dict[str, object]
       pass, eager FlexAttention and ``F.scaled_dot_product_attention``;
     - ``first_call_seconds``: the first FlexAttention call of the process,
       block mask included (it loads and traces its machinery);
-    - ``rounds``: how many timed calls each median is taken over.
-
-    Compiling (``torch.compile(flex_attention)``) is left out: on a CPU it
-    needs a C++ toolchain and a minute or more; the page says what it saw.
+    - ``rounds``: how many timed calls each median is taken over;
+    - with ``compile=True`` only, ``compile_seconds``, the first call of
+      ``torch.compile(flex_attention)`` (it generates and builds C++), and
+      ``compiled_seconds``, the median after it. That takes minutes on a
+      2-core CPU: no page calls it.
     """
     from torch.nn.attention.flex_attention import create_block_mask, flex_attention
 
     check_positive(num_tokens=num_tokens, rounds=rounds)
+    check_flag("compile", compile)
     gen = torch.Generator().manual_seed(0)
     q, k, v = torch.randn(3, 1, 4, num_tokens, 64, generator=gen).unbind(0)
     causal = causal_mask_mod(num_tokens, num_tokens)
@@ -230,17 +234,27 @@ def flex_cpu_limits(num_tokens: int = 256, rounds: int = 5) -> dict[str, object]
         )
         backward_error = None
         try:
-            out = flex_attention(q.requires_grad_(), k, v, block_mask=block_mask)
+            q_grad = q.detach().requires_grad_()  # q itself stays out of autograd
+            out = flex_attention(q_grad, k, v, block_mask=block_mask)
             out.sum().backward()
         except (NotImplementedError, RuntimeError) as error:
             backward_error = f"{type(error).__name__}: {error}"
     sdpa_seconds = _median_seconds(
         lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True), rounds
     )
-    return {
+    limits = {
         "backward_error": backward_error,
         "flex_seconds": flex_seconds,
         "sdpa_seconds": sdpa_seconds,
         "first_call_seconds": first_call,
         "rounds": rounds,
     }
+    if compile:
+        compiled = torch.compile(flex_attention)
+        start = time.perf_counter()
+        compiled(q, k, v, block_mask=block_mask)
+        limits["compile_seconds"] = time.perf_counter() - start
+        limits["compiled_seconds"] = _median_seconds(
+            lambda: compiled(q, k, v, block_mask=block_mask), rounds
+        )
+    return limits

@@ -110,12 +110,12 @@ def hidden_keys(
     window: int | None = None,
     sink_tokens: int = 0,
 ) -> torch.Tensor:
-    """The rule of :func:`window_mask`, for any positions: the one definition.
+    """The rule of :func:`~attention.window_mask` for any positions: one definition.
 
     Book section: Beyond the chapter, Bounded context. Key ``j`` is hidden
     from a query at position ``p`` when it is in the future (``j > p``), or
     when it is too old for the window (``j <= p - window``) and is not one of
-    the first ``sink_tokens`` keys. :func:`window_mask` calls it on every
+    the first ``sink_tokens`` keys. :func:`~attention.window_mask` calls it on every
     position; :func:`~attention.flash_attention` on one tile pair's positions
     at a time. Unchecked: the callers check their arguments.
 

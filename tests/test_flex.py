@@ -114,3 +114,12 @@ def test_a_wrong_window_mask_mod_is_caught() -> None:
         return (kv_idx <= q_idx) & (q_idx - kv_idx <= 3)
 
     assert not torch.equal(flex_mask(one_too_wide, 1, T, T)[0, 0], window_mask(T, T, 3))
+
+
+def test_the_measured_limits_say_no_backward_on_the_cpu() -> None:
+    from attention.flex import flex_cpu_limits
+
+    limits = flex_cpu_limits(num_tokens=64, rounds=1)
+    assert "backward" in limits["backward_error"] and "CPU" in limits["backward_error"]
+    assert limits["flex_seconds"] > 0 and limits["sdpa_seconds"] > 0
+    assert "compile_seconds" not in limits  # compiling takes minutes: only on request
