@@ -635,8 +635,9 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None, *, cache_type:
     check_module("cache", cache, cache_type)
     check_integer("layer", layer, 0, cache.num_layers)
     held = cache.num_tokens(layer)
-    check_batch(attn, x, held=held)
-    _room("x", x.shape[-2], cache.context_length, held, limit="cache.context_length")
+    counted = 0 if cache.windows[layer] is not None else held  # a window: one call
+    check_batch(attn, x, held=counted)
+    _room("x", x.shape[-2], cache.context_length, counted, limit="cache.context_length")
     _check_cache_fits(cache, layer, attn, x.shape[0], "attn")
     if attention_mask is not None:
         check_attention_mask(attention_mask, x, held, counts=True)

@@ -88,9 +88,10 @@ class KVCache:
             sees its sinks (see above). Default: ``"absolute"``.
 
     Shape:
-        keys: ``(b, g, T_all, hd)`` per layer; a windowed layer's ring
-        ``(b, g, R, hd)`` in slot order, and its sinks ``(b, g, S_h, hd)``
-        values: the same
+        keys: ``(b, g, T_all, hd)`` per layer; for a windowed layer, its
+            ring ``(b, g, R, hd)`` in slot order, its sinks in ``sink_keys``
+            ``(b, g, S_h, hd)``
+        values: as keys (``sink_values`` for the sinks)
 
     Example:
         >>> cache = KVCache(context_length=4)
@@ -177,7 +178,7 @@ class KVCache:
             keys: ``(b, g, T_new, hd)``
             values: ``(b, g, T_new, hd)``
             Output: two tensors ``(b, g, T_all, hd)``; for a windowed layer
-            ``(b, g, S_h + R + T_new, hd)``: its sinks, its ring, the new rows
+                ``(b, g, S_h + R + T_new, hd)``: its sinks, its ring, the new rows
 
         Returns:
             ``(keys, values)`` of every token cached for ``layer``, oldest
@@ -308,15 +309,15 @@ class KVCache:
         the ring in slot order, then the new rows. A kept sink is visible to
         every new query. The ring and the new rows are consecutive rows,
         ``start - R .. start + T_new - 1``: in that order,
-        :func:`~attention.window.window_mask` says which are in each query's
+        ``window_mask`` (``attention/window.py``) says which are in each query's
         window (the ring's columns are then rolled into slot order). A
         sink not yet evicted is visible to the queries at or after it, in
         the window or not. Pads are hidden. Unchecked.
 
         Shape:
             attention_mask: ``(b, T_all)``, ``T_all = start + T_new``
-            Output: ``(b, 1, T_new, S_h + R + T_new)`` (``b = 1`` without a
-            mask), ``True`` = hidden
+            Output: ``(b, 1, T_new, S_h + R + T_new)`` (``b = 1`` without
+                a mask), ``True`` = hidden
         """
         window = self.windows[layer]
         start = self.seen[layer]
@@ -383,7 +384,7 @@ def row_positions(
     Shape:
         attention_mask: ``(b, T_all)``, ``T_all >= first + num_rows``
         Output: two ``(b, num_rows)`` tensors (``b = 1`` without a mask),
-        positions (``torch.long``) and real (``torch.bool``)
+            positions (``torch.long``) and real (``torch.bool``)
 
     Example:
         >>> mask = torch.tensor([[0, 0, 1, 1, 1], [1, 1, 1, 1, 1]])
@@ -792,7 +793,7 @@ def padded_window_mask(
     Book section: Beyond the chapter, Bounded context. The pass without a
     cache, what a bounded cache must reproduce. Each sequence counts its
     own positions (its real tokens, as :func:`new_position_ids` does), and
-    :func:`~attention.window.window_mask` over positions says which keys a
+    ``window_mask`` (``attention/window.py``) over positions says which keys a
     query sees: so a sequence's sinks are its own first real tokens, pads
     or not before them. Pads, and rows after a query, are hidden.
     Unchecked.

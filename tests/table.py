@@ -1940,6 +1940,14 @@ public(
     bad("ids-meta", lambda: MODEL()(z(1, 3, device="meta").long()), f"{IDS_}; meta"),
     bad("positions-kind", lambda: MODEL(positions="absolute"), "positions; absolute"),
     bad("positions-bool", lambda: MODEL(positions=True), "positions; True", TYPE),
+    bad("window-learned", lambda: MODEL(window=2), "positions; learned; window"),
+    bad("window-zero", lambda: MODEL(positions="rope", window=0), "window; 0"),
+    bad(
+        "window-layers",
+        lambda: MODEL(positions="rope", window=[2, None]),
+        "window; 1; 2 entries",
+    ),
+    bad("sinks-alone", lambda: MODEL(positions="rope", sink_tokens=1), "sink_tokens"),
     bad(
         "positions-contradict",
         lambda: MODEL(positions="rope", use_positions=True),

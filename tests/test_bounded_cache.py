@@ -377,3 +377,22 @@ def test_the_estimate_is_what_a_tiny_model_with_the_pattern_holds(local_per_glob
     without = kv_cache_bytes(2, 14, 6, 2, 8, 8)
     assert kv_cache_bytes_by_layer(2, 14, [None] * 6, 2, 8, 8) == without
     assert (cache.nbytes() < without) == (windows.count(None) < 6)
+
+
+def test_cached_attention_reads_a_bounded_cache_past_the_modules_context():
+    from attention import RotaryMultiHeadAttention, cached_attention
+    from attention.kv_cache import attend_cached
+
+    torch.manual_seed(0)
+    attn = RotaryMultiHeadAttention(8, 8, 6, 0.0, num_heads=2).double().eval()
+    x = torch.randn(1, 20, 8, dtype=torch.float64)  # 20 tokens > context_length 6
+    cache = KVCache(6, window=W, sink_tokens=S)
+    with torch.no_grad():
+        steps = torch.cat(
+            [cached_attention(attn, x[:, t : t + 3], cache) for t in range(0, 20, 3)], 1
+        )
+        whole = attend_cached(attn, x, None, window=W, sink_tokens=S)
+    assert _gap(steps, whole) <= TOL
+    with pytest.raises(ValueError) as error:  # one call must still fit
+        cached_attention(attn, x[:, :7], KVCache(6, window=W))
+    assert_message_names(error.value, ("context_length",), ("7",))
