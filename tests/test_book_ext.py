@@ -21,13 +21,13 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 from docutils import nodes
-from downloads import drop_merged_streams, write_archive
+from downloads import drop_merged_streams, hide_solutions, write_archive
 from jupyter_cache import get_cache
 from jupyter_cache.base import CacheBundleIn
 from jupyter_cache.cache.db import NbCacheRecord
 from jupyter_cache.cache.main import JupyterCacheBase
 from lean_static import lean
-from notebook_i18n import translate_markdown
+from notebook_i18n import translate_markdown, translate_notebook
 from package_cache import (
     imports_package,
     one_writer_at_a_time,
@@ -433,3 +433,38 @@ def test_the_singlehtml_builder_gets_the_html_node_handlers():
     html_handlers_for_singlehtml(SimpleNamespace(registry=registry))
     translator = registry.create_translator(single)
     assert hasattr(translator, "visit_html_only") and hasattr(translator, "visit_both")
+
+
+def _exercise_notebook():
+    cells = [
+        nbformat.v4.new_markdown_cell("```{exercise-start} 1: A mask\n```"),
+        nbformat.v4.new_code_cell(
+            'from attention.exercises import check, speak\n\nspeak("en")'
+        ),
+        nbformat.v4.new_code_cell("def mask(m):\n    raise NotImplementedError"),
+        nbformat.v4.new_markdown_cell(
+            "```{exercise-end}\n```\n\n```{solution-start} ex-1\n:class: dropdown\n```"
+        ),
+        nbformat.v4.new_code_cell("def mask(m):\n    return m == 0"),
+        nbformat.v4.new_markdown_cell("```{solution-end}\n```\n\nMore prose."),
+        nbformat.v4.new_code_cell("print('after')"),
+    ]
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+def test_a_solutions_code_is_folded_in_the_notebook_and_nothing_else():
+    notebook = _exercise_notebook()
+    hide_solutions(notebook)
+    folded = [
+        cell.metadata.get("jupyter", {}).get("source_hidden", False)
+        for cell in notebook.cells
+        if cell.cell_type == "code"
+    ]
+    assert folded == [False, False, True, False]  # the stub stays open
+
+
+def test_a_translated_notebooks_graders_speak_its_language():
+    notebook = translate_notebook(_exercise_notebook(), {}.get, "zh_CN")
+    assert notebook.cells[1].source.endswith('speak("zh_CN")')
+    english = translate_notebook(_exercise_notebook(), {}.get)
+    assert english.cells[1].source.endswith('speak("en")')

@@ -61,6 +61,28 @@ def drop_merged_streams(outputs: list) -> list:
     return [o for o in outputs if id(o) not in drop]
 
 
+def hide_solutions(notebook) -> None:
+    """Fold the code of every exercise's solution, as the page folds it.
+
+    The code cells between a markdown cell that opens a solution
+    (sphinx-exercise's ``solution-start``) and the one that closes it get
+    Jupyter's ``source_hidden`` and ``outputs_hidden``: a reader sees the
+    solution only by unfolding it.
+    """
+    inside = False
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            # One markdown cell may close a solution and open the next.
+            opened = cell.source.rfind("{solution-start}")
+            closed = cell.source.rfind("{solution-end}")
+            if opened >= 0 or closed >= 0:
+                inside = opened > closed
+        elif inside:
+            folded = cell.metadata.setdefault("jupyter", {})
+            folded["source_hidden"] = True
+            folded["outputs_hidden"] = True
+
+
 def saved_notebook(app, docname: str) -> Path:
     """Where myst-nb saved the page's notebook: in ``jupyter_execute`` next to
     the output folder, which no option moves (MyST-NB issue 129). If it ever
@@ -97,8 +119,10 @@ def _offer_download(app, doctree) -> None:
     for cell in notebook.cells:
         if cell.cell_type == "code":
             cell.outputs = drop_merged_streams(cell.outputs)
+    hide_solutions(notebook)
     if app.config.language not in (None, "", "en"):
-        notebook = translate_notebook(notebook, page_catalog(app, docname))
+        translate = page_catalog(app, docname)
+        notebook = translate_notebook(notebook, translate, app.config.language)
     path.write_text(nbformat.writes(notebook), encoding="utf-8")
     note = download_note(app, docname, path)
     section.insert(section.first_child_matching_class(nodes.title) + 1, note)

@@ -110,9 +110,27 @@ def _options_length(body: list[str]) -> int:
     return count
 
 
-def translate_notebook(notebook, translate: Callable[[str], str | None]):
+# The call that chooses the exercise grader's language (attention.exercises),
+# as the pages write it: English, the language of the pages' source.
+SPEAK_ENGLISH = re.compile(r"""\bspeak\((["'])en\1\)""")
+
+
+def speak_edition(source: str, language: str) -> str:
+    """A code cell's ``speak("en")`` made ``speak("<language>")``: in a
+    translated edition's notebook, the graders answer in its language.
+
+    >>> speak_edition('speak("en")  # the grader', "zh_CN")
+    'speak("zh_CN")  # the grader'
+    """
+    return SPEAK_ENGLISH.sub(f'speak("{language}")', source)
+
+
+def translate_notebook(
+    notebook, translate: Callable[[str], str | None], language: str = "en"
+):
     """The notebook with its markdown cells and code comments translated (a
-    comment whose translation would change the code stays)."""
+    comment whose translation would change the code stays), and its
+    graders speaking ``language`` (:func:`speak_edition`)."""
     for cell in notebook.cells:
         if cell.cell_type == "markdown":
             cell.source = translate_markdown(cell.source, translate)
@@ -120,6 +138,7 @@ def translate_notebook(notebook, translate: Callable[[str], str | None]):
             new, _ = i18n_code.translate_code(cell.source, translate)
             if i18n_code.same_code(cell.source, new):
                 cell.source = new
+            cell.source = speak_edition(cell.source, language)
     return notebook
 
 
