@@ -396,3 +396,30 @@ def test_cached_attention_reads_a_bounded_cache_past_the_modules_context():
     with pytest.raises(ValueError) as error:  # one call must still fit
         cached_attention(attn, x[:, :7], KVCache(6, window=W))
     assert_message_names(error.value, ("context_length",), ("7",))
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 5, 9])
+def test_a_grouped_layer_keeps_its_few_key_value_heads_in_the_ring(chunk):
+    from attention import GroupedQueryAttention, cached_attention
+    from attention.kv_cache import attend_cached
+
+    torch.manual_seed(0)
+    attn = GroupedQueryAttention(8, 8, 40, 0.0, num_heads=4, num_kv_heads=2)
+    attn = attn.double().eval()
+    x = torch.randn(2, 23, 8, dtype=torch.float64)
+    mask = torch.ones(2, 23, dtype=torch.long)
+    mask[1, :6] = 0  # a left-padded row
+    cache = KVCache(40, window=W, sink_tokens=S)
+    with torch.no_grad():
+        parts = [
+            cached_attention(
+                attn, x[:, t : t + chunk], cache, attention_mask=mask[:, : t + chunk]
+            )
+            for t in range(0, 23, chunk)
+        ]
+        whole = attend_cached(attn, x, None, 0, mask, None, W, S)
+    assert _gap(torch.cat(parts, 1) * mask[..., None], whole * mask[..., None]) <= TOL
+    assert cache.keys[0].shape == (2, 2, W, 2)  # 2 key/value heads, not 4
+    assert (
+        cache.nbytes() == 2 * 2 * 2 * (W + S) * 2 * 8
+    )  # k and v, b, g, tokens, hd, float64
