@@ -222,7 +222,7 @@ def _wrapper_cases() -> list[Case]:
         Case("one token, (1, 1, 3)", "只有一个词元，(1, 1, 3)", (inputs[None, :1],)),
         Case(
             "a batch of one, the first four tokens, (1, 4, 3)",
-            "批大小为 1，前四个词元，(1, 4, 3)",
+            "批次大小为 1，前四个词元，(1, 4, 3)",
             (inputs[None, :4],),
         ),
     ]

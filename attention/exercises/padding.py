@@ -86,7 +86,7 @@ def _pad_sequences_cases() -> list[Case]:
         ),
         Case(
             "a batch of one, one token",
-            "批大小为 1，只有一个词元",
+            "批次大小为 1，只有一个词元",
             ([torch.tensor([3])],),
             {"side": "left"},
         ),
