@@ -196,11 +196,15 @@ _COPY_MISTAKES = (
     ),
     Mistake(
         Words(
-            en="sa_v1 still computes with its own weights: your function copies "
-            "sa_v1's weights into sa_v2. Copy from sa_v2, the first argument, "
-            "into sa_v1.",
-            zh_CN="sa_v1 仍在用它自己的权重计算：你的函数把 sa_v1 的权重复制进了 "
-            "sa_v2。应当从第一个参数 sa_v2 复制到 sa_v1。",
+            en="sa_v1 still computes with its own weights: your function "
+            "changed none of the parameters of the sa_v1 it was given. Copy "
+            "from sa_v2, the first argument, into sa_v1's own W_query, W_key and "
+            "W_value; a copy the other way, or a new module bound to the name "
+            "sa_v1, leaves the caller's sa_v1 as it was.",
+            zh_CN="sa_v1 仍在用它自己的权重计算：你的函数没有改动传进来的 sa_v1 的"
+            "任何参数。应当从第一个参数 sa_v2 复制到 sa_v1 自己的 W_query、W_key "
+            "和 W_value；反方向的复制，或者把名字 sa_v1 绑定到一个新模块，都不会"
+            "改变调用者手里的 sa_v1。",
         ),
         _into_v2,
     ),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from attention import MultiHeadAttention, MultiHeadAttentionWrapper
+from attention import MultiHeadAttention, MultiHeadAttentionWrapper, SelfAttention_v1
 
 from . import Answers, Wrong
 
@@ -60,6 +60,15 @@ def copied_the_other_way(sa_v2, sa_v1):
         sa_v2.W_query.weight.copy_(sa_v1.W_query.T)
         sa_v2.W_key.weight.copy_(sa_v1.W_key.T)
         sa_v2.W_value.weight.copy_(sa_v1.W_value.T)
+
+
+def a_new_module_under_the_old_name(sa_v2, sa_v1):
+    sa_v1 = SelfAttention_v1(sa_v2.d_in, sa_v2.d_out)  # rebinds the local name only
+    with torch.no_grad():
+        sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
+        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
+        sa_v1.W_value.copy_(sa_v2.W_value.weight.T)
+    return sa_v1
 
 
 def copy_while_tracking_gradients(sa_v2, sa_v1):
@@ -180,6 +189,9 @@ ANSWERS = [
             ),
             "sa_v1 copied into sa_v2": Wrong(
                 copied_the_other_way, "Copy from sa_v2", "复制到 sa_v1"
+            ),
+            "a new module bound to the parameter's name": Wrong(
+                a_new_module_under_the_old_name, "a new module bound", "新模块"
             ),
             "copy_ on a parameter outside torch.no_grad()": Wrong(
                 copy_while_tracking_gradients, "leaf Variable that requires grad"
