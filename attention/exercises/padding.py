@@ -24,7 +24,7 @@ def _padded_causal_mask_cases() -> list[Case]:
         Case("one token", "只有一个词元", (torch.tensor([[1]]),)),
         Case(
             "a batch of one, no padding",
-            "批大小为 1，没有填充",
+            "批次大小为 1，没有填充",
             (torch.tensor([[1, 1, 1]]),),
         ),
         Case(
