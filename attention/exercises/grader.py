@@ -159,8 +159,8 @@ WRONG_LENGTH = Words(
     zh_CN="应当返回 {expected} 个结果，实际返回了 {got} 个。",
 )
 IN_ITEM = Words(
-    en="in result {index}: ",
-    zh_CN="第 {index} 个结果：",
+    en="in result[{index}] (counted from 0): ",
+    zh_CN="在 result[{index}]（从 0 开始数）中：",
 )
 WRONG_SHAPE = Words(
     en="expected shape {expected}, got {got}.",

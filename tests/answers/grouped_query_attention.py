@@ -160,7 +160,7 @@ ANSWERS = [
             ),
             "the group summed, not averaged": Wrong(pool_by_sum, "mean", "平均"),
             "the values left unpooled": Wrong(
-                pool_keys_only, "in result 1", "第 1 个结果"
+                pool_keys_only, "in result[1]", "result[1]"
             ),
         },
     ),
