@@ -75,12 +75,12 @@ def _mask_cases() -> list[Case]:
         Case("one token", "只有一个词元", (_inputs(1, 1, seed=11),)),
         Case(
             "a batch of two, two heads each: (2, 2, 4, 4)",
-            "批大小为 2，每个有两个头：(2, 2, 4, 4)",
+            "批次大小为 2，每个有两个头：(2, 2, 4, 4)",
             (_inputs(2, 2, 4, 4, seed=12),),
         ),
         Case(
             "a batch of one: (1, 3, 3)",
-            "批大小为 1：(1, 3, 3)",
+            "批次大小为 1：(1, 3, 3)",
             (_inputs(1, 3, 3, seed=13),),
         ),
         Case(
@@ -241,8 +241,8 @@ EXERCISES = (
                     en="you hid the past and kept the future: the mask has the "
                     "wrong polarity. `masked_fill` fills where the mask is True, "
                     "so True must mark the future: torch.triu(..., diagonal=1).",
-                    zh_CN="你遮住了过去，却留下了未来：掩码的极性反了。`masked_fill` "
-                    "在掩码为 True 的位置填充，所以 True 应当标出未来："
+                    zh_CN="你遮住了过去，却留下了未来：掩码的取值约定反了。"
+                    "`masked_fill` 在掩码为 True 的位置填充，所以 True 应当标出未来："
                     "torch.triu(..., diagonal=1)。",
                 ),
                 _keep_polarity,

@@ -57,7 +57,7 @@ def _mass_cases() -> list[Case]:
         ),
         Case(
             "a batch of one, one head",
-            "批大小为 1，一个头",
+            "批次大小为 1，一个头",
             (_causal_weights(1, 1, 6, 6, seed=3),),
         ),
         Case(
@@ -94,7 +94,7 @@ def _weights_cases() -> list[Case]:
         Case("one token", "只有一个词元", (_model(seed=2), _ids(2, 1, seed=2))),
         Case(
             "a batch of one, 4 heads",
-            "批大小为 1，4 个头",
+            "批次大小为 1，4 个头",
             (_model(num_heads=4, seed=3), _ids(1, 6, seed=3)),
         ),
         Case(
@@ -245,8 +245,8 @@ EXERCISES = (
                     en="you averaged over the batch and the heads, which leaves one "
                     "number per query. Average over the batch and the queries, "
                     "dims (0, 2), to keep one number per head.",
-                    zh_CN="你对批和头求了平均，结果是每个查询一个数。"
-                    "应对批和查询求平均，"
+                    zh_CN="你对批次和头求了平均，结果是每个查询一个数。"
+                    "应对批次和查询求平均，"
                     "即 dim=(0, 2)，这样每个头留下一个数。",
                 ),
                 _mass_over_heads,
@@ -256,7 +256,7 @@ EXERCISES = (
                     en="your masses are sums, not means: a mass lies between 0 "
                     "and 1. Use mean over the batch and the queries.",
                     zh_CN="你得到的是总和，不是平均：这个比例应在 0 到 1 之间。"
-                    "对批和查询用 mean。",
+                    "对批次和查询用 mean。",
                 ),
                 _mass_summed,
             ),

@@ -27,12 +27,12 @@ def _forward_cases() -> list[Case]:
     return [
         Case(
             "a batch of two: 6 tokens ask, 8 context tokens answer",
-            "批大小为 2：6 个词元提问，8 个上下文词元回答",
+            "批次大小为 2：6 个词元提问，8 个上下文词元回答",
             (_module(3, 4, 3), _tensor(2, 6, 3, seed=0), _tensor(2, 8, 3, seed=1)),
         ),
         Case(
             "one sequence (no batch dimension), a context 5 wide",
-            "单条序列（没有批维度），上下文宽度为 5",
+            "单条序列（没有批次维度），上下文宽度为 5",
             (_module(3, 4, 5), _tensor(6, 3, seed=2), _tensor(8, 5, seed=3)),
         ),
         Case(
@@ -92,7 +92,7 @@ def _weights_cases() -> list[Case]:
         ),
         Case(
             "one query, a batch of one",
-            "只有一个查询，批大小为 1",
+            "只有一个查询，批次大小为 1",
             (
                 _tensor(1, 1, 3, seed=28),
                 _tensor(1, 6, 3, seed=29),
@@ -204,7 +204,7 @@ EXERCISES = (
                     "softmax ran over the queries. In a batch, dim=1 is the "
                     "queries' axis; take the softmax over the keys, dim=-1.",
                     zh_CN="你的权重是每一列和为 1，而不是每一行：softmax 沿查询进行了。"
-                    "在批数据中，dim=1 是查询所在的维度；应沿键做 softmax，即 dim=-1。",
+                    "在批次中，dim=1 是查询所在的维度；应沿键做 softmax，即 dim=-1。",
                 ),
                 _forward_over_queries,
             ),

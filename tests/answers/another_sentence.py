@@ -163,7 +163,7 @@ ANSWERS = [
                 mask_by_multiplying, "exp(0) = 1", "-inf"
             ),
             "a mask with True meaning keep": Wrong(
-                mask_true_means_keep, "wrong polarity", "极性"
+                mask_true_means_keep, "wrong polarity", "取值约定"
             ),
             "the diagonal hidden too": Wrong(
                 mask_hides_the_diagonal, "must see itself", "看到自己"
