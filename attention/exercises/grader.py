@@ -377,9 +377,9 @@ def grade(exercise: Exercise, answer: object, language: str | None = None) -> bo
         except Exception as error:  # the reader's error: reported, not raised
             found = RAISED.say(language, error=f"{type(error).__name__}: {error}")
         else:
-            found = _mistake(exercise, case, expected, got, language)
-            if found is None:
-                found = describe(expected, got, language)
+            found = describe(expected, got, language)
+            if found is not None:  # a known mistake's words say more, if it is one
+                found = _mistake(exercise, case, expected, got, language) or found
             changed = _changed_argument(case.args, probe.args)
             if found is None and changed is not None:
                 found = CHANGED_INPUT.say(language, index=changed)

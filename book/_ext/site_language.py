@@ -6,7 +6,7 @@ template gets ``language_links`` for ``book/_templates/language-switch.html``:
 a relative link to the same page in each edition, so the switch works
 offline and under any URL prefix. It also names the Chinese search's
 stemmer right (:func:`_chinese_search`), and lets the book's own catalog
-speak for sphinx-book-theme (:func:`_theme_catalog_first`). Each edition's
+speak for sphinx-book-theme (:func:`_book_catalogs`). Each edition's
 settings are plain configuration (``-D`` on its Makefile line).
 """
 
@@ -20,6 +20,7 @@ from babel.messages.pofile import read_po
 LOCALES = Path(__file__).resolve().parents[1] / "locales"
 #: sphinx-book-theme's message catalog (its download menu, "By" in the footer).
 THEME_CATALOG = "booktheme"
+EXERCISE_CATALOG = "exercise"
 
 # The first is the site's root; each label is the language's name for itself.
 EDITIONS = {"en": "English", "zh_CN": "简体中文"}
@@ -66,26 +67,38 @@ def _chinese_search():
     return SearchChineseEnglishStemmer
 
 
-def _theme_catalog_first(app) -> None:
-    """Register ``book/locales/<lang>/LC_MESSAGES/booktheme.po`` before the theme's.
+def _add_catalog(app, catalog: str) -> None:
+    """Register ``book/locales/<lang>/LC_MESSAGES/<catalog>.po`` for ``catalog``.
 
-    sphinx-book-theme's zh_CN catalog writes Taiwanese usage: its print
-    button says 列印成 PDF, which also reads like the book's real PDF.
     gettext asks the catalog registered first and falls back to later ones
-    (``app.add_message_catalog``), and the theme registers its own when it
-    is loaded, after conf.py's extensions: so the book's words win, and the
-    theme's fill in the rest. The ``.mo`` file is compiled here, because
+    (``app.add_message_catalog``). The ``.mo`` file is compiled here, because
     Sphinx compiles catalogs only when the build starts, after this.
     """
     language = app.config.language
-    po = LOCALES / str(language) / "LC_MESSAGES" / f"{THEME_CATALOG}.po"
+    po = LOCALES / str(language) / "LC_MESSAGES" / f"{catalog}.po"
     if not po.is_file():
         return
     mo = po.with_suffix(".mo")
     if not mo.is_file() or mo.stat().st_mtime < po.stat().st_mtime:
         with po.open("rb") as source, mo.open("wb") as target:
             write_mo(target, read_po(source, locale=language))
-    app.add_message_catalog(THEME_CATALOG, str(LOCALES))
+    app.add_message_catalog(catalog, str(LOCALES))
+
+
+def _book_catalogs(app) -> None:
+    """The book's words for two extensions' own, in ``book/locales``.
+
+    - ``booktheme.po``, registered *before* sphinx-book-theme's: its zh_CN
+      catalog writes Taiwanese usage (its print button says 列印成 PDF, which
+      also reads like the book's real PDF). The theme registers its own when
+      it is loaded, after conf.py's extensions: the book's words win, the
+      theme's fill in the rest.
+    - ``exercise.po``, registered *after* sphinx-exercise's (conf.py loads
+      it first): its zh_CN catalog has no "Solution", the title of every
+      solution, so the book's fills that gap and changes nothing else.
+    """
+    _add_catalog(app, THEME_CATALOG)
+    _add_catalog(app, EXERCISE_CATALOG)
 
 
 def _page_context(app, pagename, templatename, context, doctree) -> None:
@@ -96,6 +109,6 @@ def _page_context(app, pagename, templatename, context, doctree) -> None:
 def setup(app):
     # Sphinx finds a zh_CN build's search language under "zh".
     app.add_search_language(_chinese_search())
-    _theme_catalog_first(app)
+    _book_catalogs(app)
     app.connect("html-page-context", _page_context)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

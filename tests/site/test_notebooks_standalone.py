@@ -43,6 +43,7 @@ from conftest import (
     load_site,
 )
 from i18n_code import code_tokens
+from notebook_i18n import speak_edition
 from packaging.requirements import Requirement
 
 pytestmark = [pytest.mark.site, pytest.mark.slow]
@@ -92,6 +93,11 @@ def downloads() -> dict[str, Path]:
 RUN = executed_notebooks("en")  # they run in the reader's kernel
 # The other editions' downloads, each proven to run the English code.
 TRANSLATED = executed_notebooks(*(e for e in EDITION_FOLDERS if e != "en"))
+# One of them runs too: its exercise graders must answer in its language. The
+# padding page's is one of the quickest (under 2 s of cells).
+SPOKEN = [name for name in TRANSLATED if name.endswith("/padding.ipynb")]
+# What a grader prints for a stub, in each edition (attention.exercises).
+NOT_YET = {"en": "Not yet: ", "zh_CN": "还没有完成："}
 
 
 def _notebook(name: str) -> nbformat.NotebookNode:
@@ -200,6 +206,7 @@ def test_translated_download_runs_the_english_code(name):
     fails)."""
     translated = _notebook(name)
     english = _notebook("en/" + name.split("/", 1)[1])
+    edition = name.split("/", 1)[0]
     nbformat.validate(translated)
     assert translated.metadata == english.metadata, name
     kinds = [[c.cell_type for c in nb.cells] for nb in (translated, english)]
@@ -208,7 +215,9 @@ def test_translated_download_runs_the_english_code(name):
         zip(translated.cells, english.cells, strict=True)
     ):
         if ours.cell_type == "code":
-            assert code_tokens(ours.source) == code_tokens(theirs.source), (
+            # The one change: the exercise graders speak the edition's language.
+            theirs_here = speak_edition(theirs.source, edition)
+            assert code_tokens(ours.source) == code_tokens(theirs_here), (
                 f"{name}, cell {i}: runs other code than the English one:\n"
                 f"{ours.source}\n--- English:\n{theirs.source}"
             )
@@ -274,8 +283,13 @@ def test_the_reader_environment_has_the_wheel_not_the_repository(reader):
     assert Path(argv[0]) == reader["python"], "the kernel is another Python"
 
 
-def run_notebook(path: Path, jupyter_path: Path, workdir: Path) -> tuple[str, float]:
-    """Run one notebook in the reader's kernel; ``("", seconds)`` when it passes.
+def run_notebook(
+    path: Path, jupyter_path: Path, workdir: Path
+) -> tuple[str, float, list[tuple[bool, str]]]:
+    """Run one notebook in the reader's kernel; ``("", seconds, verdicts)``
+    when it passes. ``verdicts``: for each cell that calls an exercise's
+    grader, whether the cell is a folded solution, and what it printed and
+    returned.
 
     Called in a worker process: the environment variable is the process's own.
     """
@@ -295,18 +309,38 @@ def run_notebook(path: Path, jupyter_path: Path, workdir: Path) -> tuple[str, fl
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError) as error:
-        return ANSI.sub("", str(error)) or type(error).__name__, 0.0
+        return ANSI.sub("", str(error)) or type(error).__name__, 0.0, []
     ran = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
     if not ran or not all(c.execution_count for c in ran):
-        return "cells were not run", 0.0
-    return "", time.perf_counter() - start
+        return "cells were not run", 0.0, []
+    return (
+        "",
+        time.perf_counter() - start,
+        [_verdict(c) for c in ran if calls_grader(c)],
+    )
+
+
+def calls_grader(cell) -> bool:
+    """A cell that calls an exercise's grader, ``check("name", fn)``."""
+    return re.search(r"^check\(", cell.source, re.MULTILINE) is not None
+
+
+def _verdict(cell) -> tuple[bool, str]:
+    folded = cell.metadata.get("jupyter", {}).get("source_hidden", False)
+    said = []
+    for output in cell.outputs:
+        if output.output_type == "stream":
+            said.append(output.text)
+        elif "text/plain" in output.get("data", {}):
+            said.append(output.data["text/plain"])
+    return folded, "".join(said)
 
 
 @pytest.fixture(scope="module")
 def runs(reader, tmp_path_factory):
     """Every English download, ``WORKERS`` at a time: name -> (failure, s)."""
     work = tmp_path_factory.mktemp("runs")
-    names = [name for name in RUN if name in downloads()]
+    names = [name for name in RUN + SPOKEN if name in downloads()]
     start = time.perf_counter()
     with ProcessPoolExecutor(WORKERS) as pool:
         outcomes = pool.map(
@@ -327,7 +361,7 @@ def runs(reader, tmp_path_factory):
 def test_download_runs_in_a_fresh_environment(name, runs):
     if name not in runs:
         _notebook(name)  # fails with the reason: no build
-    failure, seconds = runs[name]
+    failure, seconds, _ = runs[name]
     if failure:
         pytest.fail(
             f"{name} fails in a fresh environment with only "
@@ -335,6 +369,26 @@ def test_download_runs_in_a_fresh_environment(name, runs):
             pytrace=False,
         )
     print(f"{name}: {seconds:.1f} s")
+
+
+@pytest.mark.parametrize("name", RUN + SPOKEN)
+def test_exercises_say_not_yet_then_the_solution_passes(name, runs):
+    """Run top to bottom, as a reader runs it before writing anything: each
+    grader after an unfilled stub says "not yet" (and returns False), in the
+    notebook's language, and each grader in a folded solution returns True."""
+    if name not in runs:
+        _notebook(name)  # fails with the reason: no build
+    failure, _, verdicts = runs[name]
+    assert not failure, f"{name} did not run: see test_download_runs..."
+    graded_exercise = any(calls_grader(c) for c in _notebook(name).cells)
+    assert bool(verdicts) == graded_exercise, name
+    edition = name.split("/", 1)[0]
+    for folded, said in verdicts:
+        if folded:
+            assert said.strip() == "True", f"{name}: a solution fails:\n{said}"
+        else:
+            assert said.startswith(NOT_YET[edition]), f"{name}: a stub says:\n{said}"
+            assert said.rstrip().endswith("False"), said
 
 
 @pytest.fixture(scope="module")
@@ -350,7 +404,7 @@ def unpacked_sdist(tmp_path_factory) -> Path:
 
 
 def _local_imports(path: Path) -> set[str]:
-    """The modules a test file imports that are files of tests/ in the repository."""
+    """The modules a test file imports that are files (or packages) of tests/."""
     tree = ast.parse(path.read_text("utf-8"))
     names = {
         alias.name.split(".")[0]
@@ -363,7 +417,12 @@ def _local_imports(path: Path) -> set[str]:
         for node in ast.walk(tree)
         if isinstance(node, ast.ImportFrom) and node.module and not node.level
     }
-    return {n for n in names if (ROOT / "tests" / f"{n}.py").is_file()}
+    tests = ROOT / "tests"
+    return {
+        n
+        for n in names
+        if (tests / f"{n}.py").is_file() or (tests / n / "__init__.py").is_file()
+    }
 
 
 def test_the_source_archive_holds_what_its_tests_import(unpacked_sdist):
@@ -374,8 +433,13 @@ def test_the_source_archive_holds_what_its_tests_import(unpacked_sdist):
     assert len(shipped) >= 10, f"the archive ships {len(shipped)} test files"
     needed = {"conftest", "outside_variant"}
     needed |= {name for test in shipped for name in _local_imports(test)}
-    assert {"table", "helpers"} <= needed, needed  # what the pages send readers to
-    missing = sorted(n for n in needed if not (tests / f"{n}.py").is_file())
+    # What the pages send readers to, and the exercises' answers.
+    assert {"table", "helpers", "answers"} <= needed, needed
+    missing = sorted(
+        n
+        for n in needed
+        if not ((tests / f"{n}.py").is_file() or (tests / n / "__init__.py").is_file())
+    )
     assert not missing, f"{SDIST} lacks tests/{missing} that its tests import"
 
 

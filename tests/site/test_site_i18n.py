@@ -330,3 +330,21 @@ def test_footer_and_print_button_read_as_the_editions_chinese(zh):
     tooltips = {tag["title"] for tag in page.soup.select("[title]")}
     assert "打印本页为 PDF" in tooltips
     assert "列印成 PDF" not in tooltips
+
+
+def test_exercise_and_solution_titles_are_chinese(zh):
+    """sphinx-exercise's zh_CN catalog has "Exercise" (练习) but no
+    "Solution": book/locales/zh_CN/LC_MESSAGES/exercise.po fills it."""
+    titles = [
+        (page.rel, title.get_text(" ", strip=True))
+        for page in zh.pages
+        for title in page.article.select(
+            ".exercise .admonition-title, .solution .admonition-title"
+        )
+    ]
+    assert len(titles) >= 6, f"too few exercise titles found: {titles}"
+    english = [
+        (rel, text) for rel, text in titles if re.match(r"(Exercise|Solution)", text)
+    ]
+    assert not english, f"English exercise titles on zh pages: {english[:5]}"
+    assert any(text.startswith("解答") for _, text in titles)
