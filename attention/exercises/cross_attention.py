@@ -140,6 +140,18 @@ def _forward_scaled_by_d_in(module, x, context):
     return torch.softmax(scores, dim=-1) @ module.W_value(context)
 
 
+def _forward_scaled_by_d_out(module, x, context):
+    queries, keys = module.W_query(x), module.W_key(context)
+    scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]
+    return torch.softmax(scores, dim=-1) @ module.W_value(context)
+
+
+def _forward_not_scaled(module, x, context):
+    queries, keys = module.W_query(x), module.W_key(context)
+    scores = queries @ keys.transpose(-2, -1)
+    return torch.softmax(scores, dim=-1) @ module.W_value(context)
+
+
 def _forward_roles_swapped(module, x, context):
     # Queries from the context, keys and values from x.
     scores = _scores(module.W_query(context), module.W_key(x))
@@ -218,6 +230,24 @@ EXERCISES = (
                     "的宽度 d_out：keys.shape[-1]。",
                 ),
                 _forward_scaled_by_d_in,
+            ),
+            Mistake(
+                Words(
+                    en="you divided the scores by d_out. Their typical size grows as "
+                    "sqrt(d_out): divide by the square root.",
+                    zh_CN="你把注意力分数除以了 d_out。它们的典型大小按 sqrt(d_out) "
+                    "增长：应除以平方根。",
+                ),
+                _forward_scaled_by_d_out,
+            ),
+            Mistake(
+                Words(
+                    en="your scores were not scaled: divide them by sqrt(d_out) "
+                    "before the softmax.",
+                    zh_CN="你的注意力分数没有缩放：在 softmax 之前把它们除以 "
+                    "sqrt(d_out)。",
+                ),
+                _forward_not_scaled,
             ),
         ),
     ),

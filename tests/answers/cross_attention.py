@@ -71,6 +71,11 @@ def forward_roles_swapped(self, x, context):
     return torch.softmax(scores, dim=-1) @ values
 
 
+def forward_not_scaled(self, x, context):
+    scores = self.W_query(x) @ self.W_key(context).transpose(-2, -1)
+    return torch.softmax(scores, dim=-1) @ self.W_value(context)
+
+
 def forward_scaled_by_d_out(self, x, context):
     queries, keys = self.W_query(x), self.W_key(context)
     scores = queries @ keys.transpose(-2, -1) / keys.shape[-1]  # no square root
@@ -152,7 +157,10 @@ ANSWERS = [
                 forward_roles_swapped, "roles are swapped", "角色互换"
             ),
             "the scores divided by d_out, not its square root": Wrong(
-                forward_scaled_by_d_out, "largest difference"
+                forward_scaled_by_d_out, "divide by the square root", "平方根"
+            ),
+            "the scaling forgotten": Wrong(
+                forward_not_scaled, "not scaled", "没有缩放"
             ),
         },
     ),
