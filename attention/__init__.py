@@ -7,6 +7,8 @@ One module per idea of the chapter:
 - :mod:`attention.simple`: attention without trainable weights (3.3)
 - :mod:`attention.self_attention`: ``SelfAttention_v1`` and ``_v2`` (3.4)
 - :mod:`attention.causal`: causal masks and ``CausalAttention`` (3.5)
+- :mod:`attention.window`: sliding-window and sink-token masks, bounded
+  context (beyond the chapter)
 - :mod:`attention.multihead`: ``MultiHeadAttentionWrapper`` and
   ``MultiHeadAttention`` (3.6)
 - :mod:`attention.cross`: ``CrossAttention`` and ``cross_attention_weights``
@@ -98,6 +100,7 @@ from .rope import (
 from .self_attention import SelfAttention_v1, SelfAttention_v2, copy_weights_v2_to_v1
 from .simple import dot_scores, simple_self_attention, softmax_naive, weighted_sum
 from .variants import VARIANTS, copy_weights, register
+from .window import window_mask
 
 __all__ = [
     "EXAMPLE_WORDS",
@@ -167,4 +170,5 @@ __all__ = [
     "train_model",
     "weighted_sum",
     "weights_from_lse",
+    "window_mask",
 ]

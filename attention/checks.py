@@ -308,6 +308,8 @@ def check_cross_input(module: nn.Module, x: torch.Tensor, context: torch.Tensor)
 def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more):
     """The one check of the tiled functions of ``attention.flash``."""
     future = more.pop("future", None)
+    window = more.pop("window", None)
+    sinks = more.pop("sinks", None)
     layouts = {"lse": "... Tq", "delta": "... Tq", "values": "... Tk head_dim"}
     others = {}
     for name, t in more.items():
@@ -334,6 +336,20 @@ def check_tiled(queries, keys, tile_size=1, causal=False, dropout_p=0.0, **more)
         if future.device != queries.device:
             expected = f"be on {queries.device} like queries"
             raise ValueError(_must("future", expected, future.device))
+    check_window(window, causal)
+    if sinks is not None:  # one logit per head: queries (..., h, Tq, head_dim)
+        check_shapes(queries=(queries, "... h Tq head_dim"), sinks=(sinks, "h"))
+
+
+def check_window(window: object, causal: bool) -> None:
+    """Raise unless ``window`` is ``None``, or an integer of at least 1 with
+    ``causal=True``: a window here is the last ``window`` keys of the past."""
+    if window is None:
+        return
+    check_integer("window", window, smallest=1)
+    if causal is not True:
+        expected = "be None when causal=False: it counts keys back from the query"
+        raise ValueError(_must("window", expected, f"{window}; pass causal=True"))
 
 
 def check_kv(

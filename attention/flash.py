@@ -38,6 +38,8 @@ fuses each tile's steps in C++ or CUDA.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -45,12 +47,15 @@ from torch import nn
 from .checks import (
     check_attention_args,
     check_batch,
+    check_flag,
     check_integer,
     check_positive,
     check_shapes,
     check_tiled,
+    check_window,
 )
 from .efficient import _FusedWeights
+from .window import hidden_keys
 
 
 def softmax_three_pass(attn_scores: torch.Tensor) -> torch.Tensor:
@@ -241,6 +246,8 @@ def flash_attention(
     causal: bool = False,
     tile_size: int = 64,
     dropout_p: float = 0.0,
+    window: int | None = None,
+    sinks: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Tiled, exact attention: query tiles times key tiles, with a running softmax.
 
@@ -260,6 +267,18 @@ def flash_attention(
     possible when ``Tq > Tk``) gets a context vector of zeros and a
     log-sum-exp of ``-inf``.
 
+    Bounded context (Beyond the chapter, Bounded context): with ``window=W``
+    (and ``causal=True``) a query at position ``p`` sees only the keys
+    ``p - W < j <= p``, as :func:`~attention.window_mask` says, and the walk
+    also *starts* late: key tiles wholly older than the window are never
+    computed either (:func:`~attention.flash.computed_tiles` lists the pairs that are).
+    ``sinks``, one learned logit ``s`` per head (GPT-OSS), joins every row's
+    softmax as a score with no value: the running maximum starts at ``s``
+    and the running sum at ``exp(s - s) = 1``, as if the sink were the first
+    key read. The sink takes some weight and returns nothing, so every
+    output shrinks by ``sigmoid(lse_keys - s)``, and the returned
+    log-sum-exp includes it (a query that sees no key gets ``lse = s``).
+
     Equivalent to ``F.scaled_dot_product_attention(queries, keys, values,
     is_causal=causal, dropout_p=dropout_p)`` when ``Tq == Tk``, and to its
     ``attn_mask=causal_lower_right(Tq, Tk)`` otherwise, for any
@@ -276,18 +295,25 @@ def flash_attention(
         tile_size: queries per query tile and keys per key tile, at least 1.
             Need not divide the sequence length. Default: 64.
         dropout_p: dropout probability on the attention weights. Default: 0.
+        window: how many keys each query sees, itself included (Hugging
+            Face's ``sliding_window``), at least 1; needs ``causal=True``.
+            Default: ``None``, all the past.
+        sinks: one sink logit per head, compared with the scaled scores,
+            or ``None`` (default) for no sink.
 
     Shape:
-        queries: ``(..., Tq, hd)``
+        queries: ``(..., Tq, hd)``, or ``(..., h, Tq, hd)`` with ``sinks``
         keys: ``(..., Tk, hd)``
         values: ``(..., Tk, hd)``
+        sinks: ``(h,)``
         context_vec: ``(..., Tq, hd)``
         lse: ``(..., Tq)``
 
     Returns:
         ``(context_vec, lse)``: the attention output, and the log-sum-exp of
-        each query's scaled (and masked) scores, the one number per query
-        that a backward pass needs (see :func:`flash_attention_backward`).
+        each query's scaled (and masked) scores, and of its sink if any, the
+        one number per query that a backward pass needs (see
+        :func:`flash_attention_backward`).
 
     Example:
         >>> _ = torch.manual_seed(0)
@@ -301,42 +327,64 @@ def flash_attention(
         >>> last, _ = flash_attention(q[..., 7:, :], k, v, causal=True, tile_size=3)
         >>> torch.allclose(last, expected[..., 7:, :], atol=1e-6)  # 3 newest
         True
+        >>> near, _ = flash_attention(q, k, v, causal=True, tile_size=4, window=3)
+        >>> from attention import window_mask
+        >>> hidden = window_mask(10, 10, window=3)  # True = hidden
+        >>> expected = F.scaled_dot_product_attention(q, k, v, attn_mask=~hidden)
+        >>> torch.allclose(near, expected, atol=1e-6)
+        True
     """
-    check_tiled(queries, keys, tile_size, causal, dropout_p, values=values)
+    check_tiled(
+        queries, keys, tile_size, causal, dropout_p,
+        values=values, window=window, sinks=sinks,
+    )  # fmt: skip
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     offset = num_keys - num_queries  # query i is position i + offset
     scale = queries.shape[-1] ** -0.5
     if num_queries == 0:  # no tile at all: empty results of the right shapes
         out = queries.new_zeros(*queries.shape[:-1], values.shape[-1])
         return out, queries.new_zeros(queries.shape[:-1])
+    device = queries.device  # where each tile's mask is made
+    if sinks is not None:
+        sink_scores = sinks.view(-1, 1, 1)  # (h,) -> (h, 1, 1), as (..., h, bq, 1)
     out_tiles, lse_tiles = [], []
     for q0 in range(0, num_queries, tile_size):
         q_tile = queries[..., q0 : q0 + tile_size, :]  # (..., bq, hd)
         q1 = q0 + q_tile.shape[-2]  # one past the tile's last query
-        m = torch.full_like(q_tile[..., :1], -torch.inf)  # (..., bq, 1)
-        ell = torch.zeros_like(m)  # (..., bq, 1)
+        if sinks is None:  # nothing read yet: no maximum, an empty sum
+            m = torch.full_like(q_tile[..., :1], -torch.inf)  # (..., bq, 1)
+            ell = torch.zeros_like(m)  # (..., bq, 1)
+        else:  # the sink is read first: a score s with exp(s - s) = 1, no value
+            m = sink_scores.expand_as(q_tile[..., :1])  # (..., h, bq, 1)
+            ell = torch.ones_like(m)  # (..., h, bq, 1)
         o = torch.zeros_like(q_tile)  # (..., bq, hd)
         # causal: the last query sees keys up to q1 - 1 + offset; skip the rest
         last_key = min(num_keys, q1 + offset) if causal else num_keys
-        blind_rows = causal and q0 + offset < 0  # some query here sees no key
-        for k0 in range(0, last_key, tile_size):
+        # window: the first query sees keys from q0 + offset - window + 1 on
+        first_key = 0 if window is None else max(0, q0 + offset - window + 1)
+        # Some query here has seen no key yet: it sees none at all (more
+        # queries than keys), or its window starts in a later key tile.
+        blind_rows = causal and (q0 + offset < 0 or window is not None)
+        for k0 in range(first_key // tile_size * tile_size, last_key, tile_size):
             k_tile = keys[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
             v_tile = values[..., k0 : k0 + tile_size, :]  # (..., bk, hd)
             # (..., bq, hd) @ (..., hd, bk) -> (..., bq, bk)
             attn_scores = q_tile @ k_tile.transpose(-2, -1) * scale
             k1 = k0 + k_tile.shape[-2]  # one past the tile's last key
-            if causal and k1 > q0 + offset + 1:  # the diagonal crosses this tile
-                attn_scores = attn_scores.masked_fill(
-                    _future(q0, q1, k0, k1, offset, queries.device), -torch.inf
-                )
+            hidden = None  # unless the diagonal or the window's edge crosses it
+            if causal:
+                hidden = tile_mask(q0, q1, k0, k1, offset, window, device)
+            if hidden is not None:
+                attn_scores = attn_scores.masked_fill(hidden, -torch.inf)
             # The result does not depend on m (it cancels), so no
             # gradient needs to flow through it: detach() saves work.
             m_tile = attn_scores.detach().amax(dim=-1, keepdim=True)
             m_new = torch.maximum(m, m_tile)  # (..., bq, 1)
-            if blind_rows:  # subtract 0, not -inf, where a row sees no key
-                m_new = m_new.masked_fill(m_new == -torch.inf, 0.0)
-            p = torch.exp(attn_scores - m_new)  # unnormalised (..., bq, bk)
-            rescale = torch.exp(m - m_new)  # (..., bq, 1)
+            shift = m_new  # what the exponents subtract: the running maximum,
+            if blind_rows:  # or 0, not -inf, where a row has seen no key yet
+                shift = m_new.masked_fill(m_new == -torch.inf, 0.0)
+            p = torch.exp(attn_scores - shift)  # unnormalised (..., bq, bk)
+            rescale = torch.exp(m - shift)  # (..., bq, 1)
             ell = ell * rescale + p.sum(dim=-1, keepdim=True)
             if dropout_p > 0.0:
                 p = F.dropout(p, dropout_p)  # the weights, not the sum
@@ -350,12 +398,107 @@ def flash_attention(
     return torch.cat(out_tiles, dim=-2), torch.cat(lse_tiles, dim=-1)
 
 
-def _future(
-    q0: int, q1: int, k0: int, k1: int, offset: int, device: torch.device
-) -> torch.Tensor:
-    """The causal mask of one tile pair: True where key ``j > i + offset``."""
-    rows = torch.arange(q0, q1, device=device).unsqueeze(1) + offset  # (bq, 1)
-    return torch.arange(k0, k1, device=device) > rows  # (bq, bk)
+def tile_mask(
+    q0: int,
+    q1: int,
+    k0: int,
+    k1: int,
+    offset: int,
+    window: int | None = None,
+    device: torch.device | None = None,
+) -> torch.Tensor | None:
+    """The causal (and window) mask of one tile pair, or ``None`` if it hides nothing.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, and Bounded
+    context. Queries ``q0 <= i < q1`` sit at positions ``i + offset``; keys
+    are ``k0 <= j < k1``. A tile needs a mask only when the diagonal crosses
+    it (its last key is after its first query) or the window's lower edge
+    does (its first key is too old for its last query); otherwise it is
+    computed whole. The mask itself is :func:`~attention.window.hidden_keys`,
+    the one definition of the window. Unchecked: the tile loops call it, on
+    ``device`` (default: the CPU).
+
+    Shape:
+        Output: ``(q1 - q0, k1 - k0)``, boolean, ``True`` = hidden.
+
+    Example:
+        >>> tile_mask(4, 8, 0, 4, offset=0) is None  # wholly in the past
+        True
+        >>> tile_mask(4, 8, 0, 4, offset=0, window=3).int()  # the window's edge
+        tensor([[1, 1, 0, 0],
+                [1, 1, 1, 0],
+                [1, 1, 1, 1],
+                [1, 1, 1, 1]], dtype=torch.int32)
+    """
+    first_query, last_query = q0 + offset, q1 - 1 + offset  # their positions
+    crosses_diagonal = k1 - 1 > first_query
+    crosses_window = window is not None and k0 <= last_query - window
+    if not (crosses_diagonal or crosses_window):
+        return None
+    query_pos = torch.arange(first_query, last_query + 1, device=device)[:, None]
+    key_pos = torch.arange(k0, k1, device=device)[None, :]  # (1, bk); (bq, 1) above
+    return hidden_keys(query_pos, key_pos, window)  # (bq, bk)
+
+
+class TilePair(NamedTuple):
+    """One tile pair that :func:`~attention.flash_attention` computes: the query tile's
+    and the key tile's index (``q0 // tile_size``, ``k0 // tile_size``), and
+    whether a mask is applied to it (the diagonal or the window crosses it)."""
+
+    query_tile: int
+    key_tile: int
+    masked: bool
+
+
+def computed_tiles(
+    num_queries: int,
+    num_keys: int,
+    tile_size: int,
+    causal: bool = False,
+    window: int | None = None,
+) -> list[TilePair]:
+    """The tile pairs :func:`~attention.flash_attention` computes; the rest are skipped.
+
+    Book section: Beyond the chapter, FlashAttention from scratch, and Bounded
+    context. The same walk as :func:`~attention.flash_attention`'s loops, without the
+    arithmetic: for each query tile, the key tiles from the one holding the
+    first query's oldest key in the window to the one holding the last
+    query's own position. A pair not listed holds no pair of a query and a
+    key it may see.
+
+    Args:
+        num_queries: ``Tq``, at least 0.
+        num_keys: ``Tk``, at least 1.
+        tile_size: queries per query tile and keys per key tile, at least 1.
+        causal: mask the future, aligned bottom-right. Default: ``False``.
+        window: keys each query sees, itself included; needs ``causal``.
+
+    Returns:
+        The computed pairs in the loops' order (query tiles, then key tiles).
+
+    Example:
+        >>> pairs = computed_tiles(12, 12, tile_size=4, causal=True, window=4)
+        >>> [(p.query_tile, p.key_tile) for p in pairs]
+        [(0, 0), (1, 0), (1, 1), (2, 1), (2, 2)]
+        >>> len(computed_tiles(12, 12, tile_size=4))  # no mask: all 3 x 3
+        9
+    """
+    check_integer("num_queries", num_queries, smallest=0)
+    check_integer("num_keys", num_keys, smallest=1)
+    check_positive(tile_size=tile_size)
+    check_flag("causal", causal)
+    check_window(window, causal)
+    offset = num_keys - num_queries  # query i is position i + offset
+    pairs = []
+    for q0 in range(0, num_queries, tile_size):
+        q1 = min(q0 + tile_size, num_queries)
+        last_key = min(num_keys, q1 + offset) if causal else num_keys
+        first_key = 0 if window is None else max(0, q0 + offset - window + 1)
+        for k0 in range(first_key // tile_size * tile_size, last_key, tile_size):
+            k1 = min(k0 + tile_size, num_keys)
+            masked = causal and tile_mask(q0, q1, k0, k1, offset, window) is not None
+            pairs.append(TilePair(q0 // tile_size, k0 // tile_size, masked))
+    return pairs
 
 
 def weights_from_lse(
@@ -599,6 +742,7 @@ def flash_attention_backward(
     grad_out: torch.Tensor,
     causal: bool = False,
     tile_size: int = 64,
+    window: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The gradients of :func:`flash_attention`, tile by tile, from ``L`` alone.
 
@@ -610,7 +754,11 @@ def flash_attention_backward(
     ``Tq x Tk`` is kept: each tile of weights is recomputed from the queries,
     the keys and the log-sum-exp. With ``causal=True`` (aligned
     bottom-right, as in the forward pass), the tile pairs wholly in the
-    future are skipped and only those the diagonal crosses are masked.
+    future are skipped and only those the diagonal crosses are masked; with
+    a ``window``, so are those wholly older than the window, and those its
+    edge crosses are masked. Sinks change nothing here: ``L`` includes them,
+    so ``P = exp(S - L)`` is already each key's share after the sink's; the
+    sinks' own gradient is :func:`~attention.flash.sink_gradient`.
 
     Args:
         queries: the forward pass's queries.
@@ -621,6 +769,7 @@ def flash_attention_backward(
         grad_out: ``dO``, the gradient of the loss with respect to ``O``.
         causal: whether the forward pass was causal. Default: ``False``.
         tile_size: queries per query tile and keys per key tile. Default: 64.
+        window: the forward pass's window, or ``None``. Default: ``None``.
 
     Shape:
         queries: ``(..., Tq, hd)``
@@ -655,9 +804,11 @@ def flash_attention_backward(
         context_vec=context_vec,
         lse=lse,
         grad_out=grad_out,
+        window=window,
     )
     num_queries, num_keys = queries.shape[-2], keys.shape[-2]
     offset = num_keys - num_queries  # query i is position i + offset
+    device = queries.device  # where each tile's mask is made
     delta = (grad_out * context_vec).sum(dim=-1)  # D: (..., Tq, hd) -> (..., Tq)
     lse = _finite_lse(lse)  # once, before the tiles
     grad_queries = torch.zeros_like(queries)  # (..., Tq, hd)
@@ -667,11 +818,13 @@ def flash_attention_backward(
         k1 = min(k0 + tile_size, num_keys)  # one past the tile's last key
         # causal: the first query tile whose last query may see key k0
         first = max(0, k0 - offset) // tile_size * tile_size if causal else 0
-        for q0 in range(first, num_queries, tile_size):
+        # window: one past the last query whose window reaches key k1 - 1
+        last = num_queries if window is None else k1 - 1 + window - offset
+        for q0 in range(first, min(last, num_queries), tile_size):
             q1 = min(q0 + tile_size, num_queries)  # one past its last query
-            future = None  # no masked pair, unless the diagonal crosses the tile
-            if causal and k1 > q0 + offset + 1:
-                future = _future(q0, q1, k0, k1, offset, queries.device)
+            future = None  # unless the diagonal or the window's edge crosses it
+            if causal:
+                future = tile_mask(q0, q1, k0, k1, offset, window, device)
             dq, dk, dv = tile_pair_gradients(
                 queries[..., q0:q1, :],
                 keys[..., k0:k1, :],
@@ -687,6 +840,50 @@ def flash_attention_backward(
     return grad_queries, grad_keys, grad_values
 
 
+def sink_gradient(
+    sinks: torch.Tensor, lse: torch.Tensor, delta: torch.Tensor
+) -> torch.Tensor:
+    """The gradient of the sink logits: ``-sum(P_sink * D)``, no tile needed.
+
+    Book section: Beyond the chapter, Bounded context. The sink is one more
+    column of every row's scores, with weight ``P_sink = exp(s - L)`` and no
+    value, so its ``dP`` is 0 and the softmax backward
+    (:func:`~attention.softmax_backward`) gives it ``dS = P_sink * (0 - D)``, with
+    ``D = rowsum(dO * O)`` (:func:`~attention.backward_delta`). A head's sink is shared
+    by all its rows: its gradient is the sum over the batch and the queries.
+
+    Args:
+        sinks: the sink logit of each head.
+        lse: the forward pass's log-sum-exp ``L``, sink included.
+        delta: ``D`` of each query (from :func:`~attention.backward_delta`).
+
+    Shape:
+        sinks: ``(h,)``
+        lse: ``(..., h, Tq)``
+        delta: ``(..., h, Tq)``
+        Output: ``(h,)``
+
+    Returns:
+        The gradient of the loss with respect to ``sinks``.
+
+    Example:
+        >>> _ = torch.manual_seed(0)
+        >>> q, k, v = torch.randn(3, 2, 5, 4).unbind(0)  # (h, T, hd)
+        >>> sinks = torch.tensor([0.5, -1.0], requires_grad=True)
+        >>> out, lse = flash_attention(q, k, v, causal=True, sinks=sinks)
+        >>> grad_out = torch.randn(2, 5, 4)
+        >>> (expected,) = torch.autograd.grad(out, sinks, grad_out)
+        >>> delta = backward_delta(grad_out, out.detach())
+        >>> torch.allclose(sink_gradient(sinks, lse.detach(), delta), expected)
+        True
+    """
+    check_shapes(lse=(lse, "... h Tq"), delta=(delta, "... h Tq"), sinks=(sinks, "h"))
+    sink_weights = torch.exp(sinks[:, None] - lse)  # (h, 1) - (..., h, Tq)
+    grad_rows = -sink_weights * delta  # (..., h, Tq)
+    # (..., h, Tq) -> (rest, h, Tq) -> (h,): summed over the batch and the rows
+    return grad_rows.reshape(-1, sinks.shape[0], lse.shape[-1]).sum(dim=(0, 2))
+
+
 class FlashAttentionFunction(torch.autograd.Function):
     """:func:`flash_attention` with its own backward pass, linear in memory.
 
@@ -700,8 +897,10 @@ class FlashAttentionFunction(torch.autograd.Function):
     one.
 
     Call it as ``FlashAttentionFunction.apply(queries, keys, values,
-    causal, tile_size)`` (positional arguments, as for every
-    ``torch.autograd.Function``).
+    causal, tile_size, window, sinks)`` (positional arguments, as for every
+    ``torch.autograd.Function``; the last four may be left out). With
+    ``sinks``, it saves them too, and their gradient is
+    :func:`~attention.flash.sink_gradient`'s.
 
     Args:
         queries: the queries of every head.
@@ -709,11 +908,14 @@ class FlashAttentionFunction(torch.autograd.Function):
         values: the values.
         causal: mask the future, aligned bottom-right.
         tile_size: queries per query tile and keys per key tile, at least 1.
+        window: keys each query sees, itself included, or ``None``.
+        sinks: one sink logit per head, or ``None``.
 
     Shape:
-        queries: ``(..., Tq, hd)``
+        queries: ``(..., Tq, hd)``, or ``(..., h, Tq, hd)`` with ``sinks``
         keys: ``(..., Tk, hd)``
         values: ``(..., Tk, hd)``
+        sinks: ``(h,)``
         context_vec: ``(..., Tq, hd)``
         lse: ``(..., Tq)``
 
@@ -740,11 +942,16 @@ class FlashAttentionFunction(torch.autograd.Function):
         values: torch.Tensor,
         causal: bool = False,
         tile_size: int = 64,
+        window: int | None = None,
+        sinks: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        context_vec, lse = flash_attention(queries, keys, values, causal, tile_size)
-        # Five tensors, each (..., T, hd) or (..., T): nothing of size T x T.
-        ctx.save_for_backward(queries, keys, values, context_vec, lse)
-        ctx.causal, ctx.tile_size = causal, tile_size
+        context_vec, lse = flash_attention(
+            queries, keys, values, causal, tile_size, window=window, sinks=sinks
+        )
+        # Five tensors, each (..., T, hd) or (..., T), and the sinks (h,):
+        # nothing of size T x T.
+        ctx.save_for_backward(queries, keys, values, context_vec, lse, sinks)
+        ctx.causal, ctx.tile_size, ctx.window = causal, tile_size, window
         ctx.mark_non_differentiable(lse)
         return context_vec, lse
 
@@ -754,11 +961,17 @@ class FlashAttentionFunction(torch.autograd.Function):
         grad_out: torch.Tensor,
         _grad_lse: torch.Tensor | None,
     ) -> tuple[torch.Tensor | None, ...]:
-        queries, keys, values, context_vec, lse = ctx.saved_tensors
+        queries, keys, values, context_vec, lse, sinks = ctx.saved_tensors
         grads = flash_attention_backward(
-            queries, keys, values, context_vec, lse, grad_out, ctx.causal, ctx.tile_size
-        )
-        return (*grads, None, None)  # no gradient for causal and tile_size
+            queries, keys, values, context_vec, lse, grad_out,
+            ctx.causal, ctx.tile_size, ctx.window,
+        )  # fmt: skip
+        grad_sinks = None
+        if sinks is not None and ctx.needs_input_grad[6]:
+            delta = backward_delta(grad_out, context_vec)  # D, (..., h, Tq)
+            grad_sinks = sink_gradient(sinks, lse, delta)  # (h,)
+        # no gradient for causal, tile_size and window
+        return (*grads, None, None, None, grad_sinks)
 
 
 class FlashMultiHeadAttention(_FusedWeights):

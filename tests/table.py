@@ -161,6 +161,21 @@ def future(num_queries: int, num_keys: int) -> torch.Tensor:
     return torch.tensor(rows, dtype=torch.bool).reshape(num_queries, num_keys)
 
 
+def outside_window(num_queries: int, num_keys: int, window=None, sink_tokens=0):
+    """``True`` where query ``i`` (at position ``p = i + Tk - Tq``) may not see
+    key ``j``: it sees ``p - window < j <= p``, and ``j < sink_tokens``, ``j <= p``."""
+    rows = []
+    for i in range(num_queries):
+        p = i + num_keys - num_queries
+        row = []
+        for j in range(num_keys):
+            in_window = j <= p and (window is None or j > p - window)
+            sink = j < sink_tokens and j <= p
+            row.append(not (in_window or sink))
+        rows.append(row)
+    return torch.tensor(rows, dtype=torch.bool).reshape(num_queries, num_keys)
+
+
 def linear(layer: nn.Linear, x: torch.Tensor) -> torch.Tensor:
     out = x @ layer.weight.detach().T
     return out if layer.bias is None else out + layer.bias.detach()
@@ -246,6 +261,9 @@ SIZES = [
     ("3", TYPE),
     (None, TYPE),
 ]
+#: A window is None or an integer of at least 1.
+WINDOWS = [(0, ValueError), (-2, ValueError), (2.0, TYPE), (True, TYPE), ("3", TYPE)]
+
 PROBABILITIES = [
     (1.0, ValueError),
     (-0.1, ValueError),
@@ -533,18 +551,29 @@ def _qkv_sample(fn: Callable) -> Callable[[Draw], Sample]:
         Tq = d.int(0, 7)  # causal with Tq != Tk: the triangle aligned bottom-right
         q, k, v = d.t(b, 2, Tq, hd), d.t(b, 2, Tk, hd), d.t(b, 2, Tk, hd)
         if fn is attention.flash_attention:
-            return Sample(fn, (q, k, v), {"causal": causal, "tile_size": tile})
+            kwargs = {"causal": causal, "tile_size": tile}
+            kwargs["window"] = d.pick([None, 1, 2, 3, 5]) if causal else None
+            kwargs["sinks"] = d.t(2, scale=3.0) if d.flag() else None  # a head each
+            return Sample(fn, (q, k, v), kwargs)
         return Sample(fn, (q, k, v, tile))
 
     return sample
 
 
 def _flash_ref(s: Sample):
+    """Masked softmax; a sink is one more column of scores, dropped after."""
     q, k, v = (cpu(a).double() for a in s.args[:3])
     scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
     if s.kwargs.get("causal"):
-        scores = scores.masked_fill(future(q.shape[-2], k.shape[-2]), -math.inf)
-    return softmax_rows(scores) @ v, torch.logsumexp(scores, -1)
+        hidden = outside_window(q.shape[-2], k.shape[-2], s.kwargs.get("window"))
+        scores = scores.masked_fill(hidden, -math.inf)
+    sinks = s.kwargs.get("sinks")
+    if sinks is None:
+        return softmax_rows(scores) @ v, torch.logsumexp(scores, -1)
+    column = cpu(sinks).double()[:, None, None].expand(*scores.shape[:-1], 1)
+    scores = torch.cat((scores, column), dim=-1)  # (..., h, Tq, Tk + 1)
+    weights = softmax_rows(scores)[..., :-1]  # the sink's column has no value
+    return weights @ v, torch.logsumexp(scores, -1)
 
 
 def _backward_sample(fn: Callable) -> Callable[[Draw], Sample]:
@@ -1214,6 +1243,25 @@ public(
 
 
 public(
+    "window_mask",
+    lambda d: Sample(
+        A.window_mask,
+        (d.int(0, 4), d.int(4, 9), d.pick([None, 1, 2, 3, 9]), d.int(0, 3)),
+        {"device": d.device},
+    ),
+    lambda s: outside_window(*s.args),
+    *bad_values(lambda n: A.window_mask(n, 4), "num_queries", SIZES[1:]),
+    bad("more-queries", lambda: A.window_mask(5, 4), "num_keys; 5; 4"),
+    *bad_values(lambda w: A.window_mask(2, 4, window=w), "window", WINDOWS),
+    *bad_values(
+        lambda t: A.window_mask(2, 4, 2, sink_tokens=t), "sink_tokens", SIZES[1:]
+    ),
+    bad("device-str", lambda: A.window_mask(1, 2, device="nowhere"), "device; nowhere"),
+    dtypes=(F32,),
+)
+
+
+public(
     "cross_attention_weights",
     _cross_weights,
     _cross_weights_ref,
@@ -1511,6 +1559,16 @@ public(
 )
 
 
+#: flash_attention's tensor errors for sinks, but None: no sink is valid.
+SINK_ERRORS = [
+    error
+    for error in tensor_errors(
+        lambda s: A.flash_attention(Q, Q, Q, sinks=s), "sinks", z(1), True
+    )
+    if error.id != "sinks-None"
+]
+
+
 public(
     "flash_attention",
     _qkv_sample(A.flash_attention),
@@ -1528,6 +1586,13 @@ public(
     *bad_values(
         lambda p: A.flash_attention(Q, Q, Q, dropout_p=p), "dropout_p", PROBABILITIES
     ),
+    *bad_values(
+        lambda w: A.flash_attention(Q, Q, Q, True, window=w), "window", WINDOWS
+    ),
+    bad("window-dense", lambda: A.flash_attention(Q, Q, Q, window=2), "window; causal"),
+    *SINK_ERRORS,
+    bad("sinks-heads", lambda: A.flash_attention(Q, Q, Q, sinks=z(3)), "sinks; (3,)"),
+    bad("sinks-no-heads", lambda: A.flash_attention(LSE, LSE, LSE, sinks=z(1)), "h"),
 )
 
 
