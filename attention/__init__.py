@@ -11,7 +11,8 @@ One module per idea of the chapter:
   context (beyond the chapter)
 - :mod:`attention.multihead`: ``MultiHeadAttentionWrapper`` and
   ``MultiHeadAttention`` (3.6)
-- :mod:`attention.cross`: ``CrossAttention`` (beyond the chapter)
+- :mod:`attention.cross`: ``CrossAttention`` and ``cross_attention_weights``
+  (beyond the chapter)
 - :mod:`attention.efficient`: faster drop-in variants of ``MultiHeadAttention``
   (beyond the chapter)
 - :mod:`attention.flash`: FlashAttention from scratch, online softmax and
@@ -36,7 +37,7 @@ One module per idea of the chapter:
 
 from .causal import CausalAttention, causal_mask, mask_with_neg_inf, renormalize_masked
 from .contract import VariantInfo
-from .cross import CrossAttention
+from .cross import CrossAttention, cross_attention_weights
 from .data import EXAMPLE_WORDS, example_inputs
 from .efficient import (
     FusedQKVMultiHeadAttention,
@@ -132,6 +133,7 @@ __all__ = [
     "copy_weights",
     "copy_weights_v2_to_v1",
     "count_parameters",
+    "cross_attention_weights",
     "decode_step",
     "dot_scores",
     "example_inputs",

@@ -485,6 +485,29 @@ def check_attention_mask(
         raise ValueError(_must(name, expected, mask[late].tolist()))
 
 
+def check_cross_weights(queries, keys, key_padding_mask=None) -> None:
+    """Raise unless ``queries`` ``(..., T_q, d)`` and ``keys`` ``(..., T_kv, d)``
+    fit, and ``key_padding_mask``, if given, is ``(..., T_kv)`` bools that
+    leave each context at least one real key."""
+    check_shapes(queries=(queries, "... T_q d"), keys=(keys, "... T_kv d"))
+    if keys.shape[-2] == 0:
+        raise ValueError(_must("keys", "hold at least one key", "none"))
+    if key_padding_mask is None:
+        return
+    name, mask = "key_padding_mask", key_padding_mask
+    check_tensor(name, mask)
+    if mask.dtype != torch.bool:
+        got = f"dtype {mask.dtype}; from a 0/1 attention_mask: attention_mask == 0"
+        raise ValueError(_must(name, "hold bools, True for a padded key", got))
+    if mask.shape != keys.shape[:-1] or mask.device != keys.device:
+        expected = f"have the shape {tuple(keys.shape[:-1])} of keys less d"
+        got = f"{tuple(mask.shape)} on {mask.device}"
+        raise ValueError(_must(name, expected + f", on {keys.device}", got))
+    if not mask.is_meta and mask.all(dim=-1).any():
+        expected = "leave every context at least one real key (a False)"
+        raise ValueError(_must(name, expected, "a row of True only"))
+
+
 def _check_cache_fits(cache, layer: int, attn, batch: int, where: str) -> None:
     """Raise unless what ``cache`` holds for ``layer`` came from a call like this
     one: ``batch`` rows, ``attn``'s key/value heads, head size, dtype, device."""

@@ -15,7 +15,12 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from .checks import check_cross_input, check_flag, check_positive
+from .checks import (
+    check_cross_input,
+    check_cross_weights,
+    check_flag,
+    check_positive,
+)
 
 
 class CrossAttention(nn.Module):
@@ -97,3 +102,57 @@ class CrossAttention(nn.Module):
         # (b, T_q, T_kv) @ (b, T_kv, d_out) -> (b, T_q, d_out)
         context_vec = attn_weights @ values
         return context_vec
+
+
+def cross_attention_weights(
+    queries: torch.Tensor,
+    keys: torch.Tensor,
+    key_padding_mask: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """How much each query of one sequence takes from each key of the other.
+
+    Book section: Beyond the chapter, Cross-attention. The attention weights
+    of :class:`CrossAttention`, from queries and keys already projected:
+    the dot products scaled by ``sqrt(d)``, then a softmax over the keys.
+    The matrix is ``T_q x T_kv``, one row per query; it need not be square.
+    There is no causal mask, since the whole context is known in advance.
+    A padded context hides its padded keys from every query: their scores
+    become ``-inf`` before the softmax, so they get a weight of exactly 0.
+
+    Args:
+        queries: the queries, from the sequence that asks.
+        keys: the keys, from the context.
+        key_padding_mask: ``True`` for a padded key, hidden from every
+            query: the polarity of :func:`~attention.key_padding_mask` and
+            of ``nn.MultiheadAttention``'s ``key_padding_mask``. Each
+            context must keep at least one real key. Default: ``None``,
+            no padding.
+
+    Shape:
+        queries: ``(..., T_q, d)``
+        keys: ``(..., T_kv, d)``
+        key_padding_mask: ``(..., T_kv)``, boolean
+        Output: ``(..., T_q, T_kv)``
+
+    Returns:
+        The weights; each row sums to 1 over the real keys.
+
+    Example:
+        >>> queries = torch.tensor([[1.0, 0.0], [0.0, 2.0]])  # T_q = 2, d = 2
+        >>> keys = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]])  # T_kv = 3
+        >>> cross_attention_weights(queries, keys)
+        tensor([[0.4011, 0.1978, 0.4011],
+                [0.1084, 0.4458, 0.4458]])
+        >>> pads = torch.tensor([False, False, True])  # the third key is a pad
+        >>> cross_attention_weights(queries, keys, pads)
+        tensor([[0.6698, 0.3302, 0.0000],
+                [0.1956, 0.8044, 0.0000]])
+    """
+    check_cross_weights(queries, keys, key_padding_mask)
+    # (..., T_q, d) @ (..., d, T_kv) -> (..., T_q, T_kv)
+    attn_scores = queries @ keys.transpose(-2, -1)
+    if key_padding_mask is not None:
+        # (..., T_kv) -> (..., 1, T_kv): the same keys hidden from every query
+        hidden = key_padding_mask.unsqueeze(-2)
+        attn_scores = attn_scores.masked_fill(hidden, -torch.inf)
+    return torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)

@@ -424,6 +424,25 @@ def _cross(d: Draw) -> Sample:
     return Sample(cross, (d.t(b, T_q, 4), d.t(b, T_kv, d_ctx or 4)))
 
 
+def _cross_weights(d: Draw) -> Sample:
+    lead = d.pick([(), (2,), (1, 3)])
+    T_q, T_kv, dim = d.int(1, 5), d.int(1, 5), d.int(1, 4)
+    pads = None
+    if d.flag():
+        pads = torch.rand(*lead, T_kv, generator=d.gen) < 0.5
+        pads[..., d.int(0, T_kv - 1)] = False  # every context keeps a real key
+        pads = pads.to(d.device)
+    queries, keys = d.t(*lead, T_q, dim), d.t(*lead, T_kv, dim)
+    return Sample(A.cross_attention_weights, (queries, keys, pads))
+
+
+def _cross_weights_ref(s: Sample) -> torch.Tensor:
+    queries, keys, pads = map(cpu, s.args)
+    hidden = None if pads is None else pads[..., None, :]  # (..., 1, T_kv)
+    scores = queries @ keys.transpose(-2, -1) / math.sqrt(keys.shape[-1])
+    return softmax_rows(scores, hidden)
+
+
 def _gqa(d: Draw) -> Sample:
     heads = d.pick([1, 2, 4])
     kv = d.pick([h for h in (1, 2, 4) if heads % h == 0])
@@ -1239,6 +1258,31 @@ public(
     ),
     bad("device-str", lambda: A.window_mask(1, 2, device="nowhere"), "device; nowhere"),
     dtypes=(F32,),
+)
+
+
+public(
+    "cross_attention_weights",
+    _cross_weights,
+    _cross_weights_ref,
+    *tensor_errors(lambda q: A.cross_attention_weights(q, z(2, 3)), "queries", z(4, 3)),
+    bad("width", lambda: A.cross_attention_weights(z(4, 3), z(2, 5)), "keys; 5; 3"),
+    bad("no-key", lambda: A.cross_attention_weights(z(4, 3), z(0, 3)), "keys; none"),
+    bad(
+        "mask-int",
+        lambda: A.cross_attention_weights(z(4, 3), z(2, 3), torch.tensor([0, 1])),
+        "key_padding_mask; bool|bools; int64",
+    ),
+    bad(
+        "mask-shape",
+        lambda: A.cross_attention_weights(z(4, 3), z(2, 3), torch.zeros(3).bool()),
+        "key_padding_mask; (2,); (3,)",
+    ),
+    bad(
+        "all-padded",
+        lambda: A.cross_attention_weights(z(4, 3), z(2, 3), torch.ones(2).bool()),
+        "key_padding_mask; real key",
+    ),
 )
 
 
