@@ -61,9 +61,12 @@ from .flash import (
 from .generation import decode_step, generate_greedy, generate_greedy_cached
 from .gqa import GroupedQueryAttention, mean_pool_kv_heads, repeat_kv
 from .kv_cache import (
+    MODEL_WINDOWS,
     KVCache,
     cached_attention,
     kv_cache_bytes,
+    kv_cache_bytes_by_layer,
+    layer_windows,
 )
 from .learned import (
     TinyAttentionModel,
@@ -100,6 +103,7 @@ from .window import window_mask
 
 __all__ = [
     "EXAMPLE_WORDS",
+    "MODEL_WINDOWS",
     "VARIANTS",
     "CausalAttention",
     "CrossAttention",
@@ -137,6 +141,8 @@ __all__ = [
     "generate_greedy",
     "generate_greedy_cached",
     "kv_cache_bytes",
+    "kv_cache_bytes_by_layer",
+    "layer_windows",
     "mask_with_neg_inf",
     "mean_pool_kv_heads",
     "online_softmax",

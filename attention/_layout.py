@@ -5,6 +5,9 @@
 :data:`attention.VARIANTS` translates its own storage to and from these names
 (``mha_state_dict`` / ``load_mha_state_dict``). Queries, keys and values come
 in that order everywhere: names, stacked rows, unpacking.
+
+The other names that several modules read are here too, once: RoPE's two
+layouts and the three kinds of positions of a model.
 """
 
 from __future__ import annotations
@@ -12,6 +15,13 @@ from __future__ import annotations
 import torch
 
 QKV = ("W_query", "W_key", "W_value")
+
+#: The two layouts of the same RoPE rotation: which features form a pair
+#: (:mod:`attention.rope`).
+ROPE_LAYOUTS = ("half", "interleaved")
+
+#: The kinds of positions of a ``TinyAttentionModel`` (:mod:`attention.learned`).
+POSITION_KINDS = ("learned", "rope", "none")
 
 
 def layout_names(qkv_bias: bool) -> tuple[str, ...]:

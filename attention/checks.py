@@ -39,7 +39,7 @@ from typing import Protocol
 import torch
 from torch import nn
 
-from ._layout import QKV
+from ._layout import POSITION_KINDS, QKV, ROPE_LAYOUTS
 from .contract import Decoder, SeparateProjections, TranslatesLayout, VariantInfo
 
 
@@ -121,9 +121,10 @@ def check_integer(name: str, value: int, smallest=-math.inf, below=math.inf) -> 
         raise ValueError(_must(name, kind, value))
 
 
-def check_seed(seed: int) -> None:
-    """Raise unless ``seed`` is an integer that torch's generators take."""
-    check_integer("seed", seed, smallest=-(2**63), below=2**64)
+def check_seed(seed: int, derived: int = 0) -> None:
+    """Raise unless ``seed`` is an integer that torch's generators take, and so
+    is ``seed + derived``, the largest seed a function derives from it."""
+    check_integer("seed", seed, smallest=-(2**63), below=2**64 - derived)
 
 
 def check_storage(name: str, value: object, nbytes: int) -> None:
@@ -351,16 +352,68 @@ def check_window(window: object, causal: bool) -> None:
         raise ValueError(_must("window", expected, f"{window}; pass causal=True"))
 
 
-def check_kv(keys, values, cached: torch.Tensor | None, limit: int) -> None:
-    """Raise unless new ``keys``, ``values`` (b, g, T_new, hd) fit: ``limit`` tokens."""
+def check_kv(
+    keys, values, cached: torch.Tensor | None, limit: int, held: int | None = None
+) -> None:
+    """Raise unless new ``keys``, ``values`` (b, g, T_new, hd) fit: ``limit``
+    tokens after ``held`` (default: the rows of ``cached``; 0 for a window)."""
     layout = "b g T_new head_dim"
     tensors = {"keys": (keys, layout), "values": (values, layout)}
-    held = 0
     if cached is not None:
         tensors["cached_keys"] = (cached, "b g T_held head_dim")
-        held = cached.shape[2]
+    if held is None:
+        held = 0 if cached is None else cached.shape[2]
     check_shapes(**tensors)
     _room("keys", keys.shape[2], limit, held)
+
+
+def check_window_layers(window, sink_tokens, num_layers: int) -> tuple:
+    """Raise unless ``window`` is ``None``, an integer >= 1 or one such entry (or
+    ``None``) per layer, and ``sink_tokens`` an integer >= 0 that has a window
+    to outlive; return the window of every layer, a tuple."""
+    check_integer("sink_tokens", sink_tokens, smallest=0)
+    expected = (
+        f"be None, an integer of at least 1, or a list of {num_layers} entries"
+        " (one per layer, each None or an integer of at least 1)"
+    )
+    if window is None or isinstance(window, Integral):
+        windows = (window,) * num_layers
+    elif isinstance(window, list | tuple):
+        windows = tuple(window)
+        if len(windows) != num_layers:
+            raise ValueError(_must("window", expected, f"{len(windows)} entries"))
+    else:
+        raise ArgumentTypeError(_must("window", expected, _got(window)))
+    for entry in windows:
+        if entry is not None:
+            check_integer("each entry of window", entry, smallest=1)
+    if sink_tokens and all(entry is None for entry in windows):
+        expected = "be 0 without a window: sinks are what a window keeps besides itself"
+        raise ValueError(_must("sink_tokens", expected, sink_tokens))
+    return tuple(None if entry is None else int(entry) for entry in windows)
+
+
+def check_window_list(windows: object) -> None:
+    """Raise unless ``windows`` is a list or tuple, one window per layer."""
+    if not isinstance(windows, list | tuple) or not windows:
+        expected = "be a non-empty list with one window (or None) per layer"
+        raise ArgumentTypeError(_must("windows", expected, _got(windows)))
+
+
+def check_window_positions(windows: tuple, positions: str) -> None:
+    """Raise unless a model with a window has positions that a window lets
+    run on: rotary ones or none, not a learned table."""
+    if positions == "learned" and any(w is not None for w in windows):
+        expected = (
+            "be 'rope' or 'none' with a window: a learned table ends at"
+            " context_length, which a bounded cache would let generation pass"
+        )
+        raise ValueError(_must("positions", expected, "'learned'"))
+
+
+def check_cache_bounds(positions: object, kinds: list) -> None:
+    """Raise unless ``positions`` names where a bounded cache puts its sinks."""
+    check_choice("positions", positions, kinds)
 
 
 def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0, 0)):
@@ -389,9 +442,11 @@ def check_token_ids(t, vocab_size, context_length=None, device=None, smallest=(0
 
 
 def check_attention_mask(
-    attention_mask, x=None, held: int | None = None, counts: bool = False
+    attention_mask, x=None, held: int | None = None, counts: bool = False, like="x"
 ) -> None:
-    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held)."""
+    """Raise unless ``attention_mask`` is ``(b, T)`` 0s and 1s (left-padded if held).
+
+    ``like`` names ``x`` in the messages (``"token_ids"`` for generation)."""
     # counts: positions are counted from the mask (generation, the KV cache),
     # so it must hold integers or bools; a float mask will do where it only masks.
     name, mask = "attention_mask", attention_mask
@@ -408,7 +463,7 @@ def check_attention_mask(
         raise ValueError(_must(name, expected, got))
     device = mask.device if x is None else x.device
     if mask.device != device:
-        raise ValueError(_must(name, f"be on {device} like x", mask.device))
+        raise ValueError(_must(name, f"be on {device} like {like}", mask.device))
     if counts and (mask.dtype.is_floating_point or mask.dtype.is_complex):
         expected = "hold integers or bools (positions are counted from it)"
         got = f"{mask.dtype}; convert it first: {name}.long()"
@@ -452,13 +507,47 @@ def _tuple(values: tuple) -> str:
     return "(" + ", ".join(str(v) for v in values) + ")"
 
 
-def check_generate(model, ids, max_new_tokens, attention_mask=None, *, cache_type):
+def check_generate(
+    model,
+    ids,
+    max_new_tokens,
+    attention_mask=None,
+    *,
+    cache_type,
+    cached=False,
+    cache=None,
+):
     """The one check of the generation loops: ``max_new_tokens``, then
-    :func:`check_decode`."""
+    :func:`check_decode`. ``cached``: the loop keeps a cache, ``cache`` if
+    given, which must then be empty and bounded as the model is."""
     check_positive(max_new_tokens=max_new_tokens)
+    if cache is not None:
+        check_module("cache", cache, cache_type)
+        if any(cache.lengths):
+            expected = "be empty: generation starts with the prefill"
+            raise ValueError(_must("cache", expected, f"lengths {cache.lengths}"))
     check_decode(
-        model, ids, None, max_new_tokens, attention_mask, cache_type=cache_type
+        model,
+        ids,
+        cache,
+        max_new_tokens,
+        attention_mask,
+        cache_type=cache_type,
+        cached=cached,
     )
+
+
+def _windows_of(model) -> tuple[tuple, int]:
+    """A model's window per layer and sink tokens, ``(None, ...), 0`` if none."""
+    windows = getattr(model, "windows", None) or (None,) * len(model.layers)
+    return tuple(windows), getattr(model, "sink_tokens", 0)
+
+
+def _unbounded_positions(model, windows: tuple) -> bool:
+    """Whether a cache with these windows lets ``model`` generate without an
+    end: every layer windowed, and no learned position table to run out."""
+    windowed = all(w is not None for w in windows)
+    return windowed and getattr(model, "pos_emb", None) is None
 
 
 def check_decode(
@@ -470,16 +559,21 @@ def check_decode(
     *,
     position_ids=None,
     cache_type: type,
+    cached: bool = False,
 ):
     """The one check of generation: a ``Decoder`` model and a prompt that fits.
 
     ``cache``, if any, must be a ``cache_type`` (generation passes
-    :class:`~attention.KVCache`); ``position_ids``, if any, one per new token,
-    within the model's ``context_length``.
+    :class:`~attention.KVCache`), bounded as the model is; ``position_ids``,
+    if any, one per new token, within the model's ``context_length``.
+    ``cached``: the loop keeps a cache. A cache whose every layer has a
+    window lets a model without a position table go past its
+    ``context_length``: then only the new tokens of one call must fit.
     """
     check_module("model", model, Decoder)
     for i, layer in enumerate(model.layers):
         check_module(f"model.layers[{i}]", layer, SeparateProjections)
+    windows, sink_tokens = _windows_of(model)
     held = 0
     if cache is not None:
         check_module("cache", cache, cache_type)
@@ -490,20 +584,39 @@ def check_decode(
         if len(set(cache.lengths)) > 1:
             expected = "hold as many tokens in every layer (a decode_step cache)"
             raise ValueError(_must("cache", expected, cache.lengths))
+        bounds = (tuple(cache.windows), cache.sink_tokens)
+        if bounds != (windows, sink_tokens):
+            expected = (
+                f"have the model's window={list(windows)}, sink_tokens={sink_tokens}"
+            )
+            got = f"window={list(cache.windows)}, sink_tokens={cache.sink_tokens}"
+            raise ValueError(_must("cache", expected, got))
     fed = 0
     if max_new_tokens is not None:
         check_positive(max_new_tokens=max_new_tokens)
         fed = max_new_tokens - 1  # the last new token is never fed back
     device = next(model.parameters()).device
     check_token_ids(ids, model.vocab_size, device=device, smallest=(0, 1))
-    _room("token_ids", ids.shape[1], model.context_length, held, fed)
+    counted_held, counted_fed = held, fed
+    if (cached or cache is not None) and _unbounded_positions(model, windows):
+        counted_held, counted_fed = 0, 0  # a bounded cache: one call must fit
+    _room("token_ids", ids.shape[1], model.context_length, counted_held, counted_fed)
     if cache is not None:
         limit = "cache.context_length"
-        _room("token_ids", ids.shape[1], cache.context_length, held, fed, limit)
+        _room(
+            "token_ids",
+            ids.shape[1],
+            cache.context_length,
+            counted_held,
+            counted_fed,
+            limit,
+        )
         for i, layer in enumerate(model.layers):
             _check_cache_fits(cache, i, layer, ids.shape[0], f"model.layers[{i}]")
     if position_ids is not None:
-        check_position_ids(position_ids, ids.shape[1], ids.shape[0], ids.device)
+        check_position_ids(
+            position_ids, ids.shape[1], ids.shape[0], ids.device, like="token_ids"
+        )
         table = getattr(model, "pos_emb", None)  # learned positions: a table
         if table is not None and position_ids.numel() and not position_ids.is_meta:
             high = position_ids.max().item()
@@ -512,7 +625,7 @@ def check_decode(
                 raise ValueError(_must("position_ids", expected, high))
     if attention_mask is None:
         return
-    check_attention_mask(attention_mask, ids, held, counts=True)
+    check_attention_mask(attention_mask, ids, held, counts=True, like="token_ids")
     if max_new_tokens is None or attention_mask.is_meta:
         return  # nothing is generated after the mask's last column
     if not attention_mask[:, -1].all():
@@ -527,8 +640,9 @@ def check_cached(attn, x, cache, layer: int, attention_mask=None, *, cache_type:
     check_module("cache", cache, cache_type)
     check_integer("layer", layer, 0, cache.num_layers)
     held = cache.num_tokens(layer)
-    check_batch(attn, x, held=held)
-    _room("x", x.shape[-2], cache.context_length, held, limit="cache.context_length")
+    counted = 0 if cache.windows[layer] is not None else held  # a window: one call
+    check_batch(attn, x, held=counted)
+    _room("x", x.shape[-2], cache.context_length, counted, limit="cache.context_length")
     _check_cache_fits(cache, layer, attn, x.shape[0], "attn")
     if attention_mask is not None:
         check_attention_mask(attention_mask, x, held, counts=True)
@@ -679,6 +793,15 @@ def check_state(state: object, own: dict[str, torch.Tensor]) -> None:
         )
 
 
+def check_unrotated(name: str, module: nn.Module, why: str) -> None:
+    """Raise if ``module`` rotates its queries and keys (has ``rotate``, as a
+    :class:`~attention.RotaryMultiHeadAttention` does): ``why`` says what
+    would silently drop the rotation."""
+    if getattr(module, "rotate", None) is not None:
+        expected = f"be a layer without RoPE ({why})"
+        raise ValueError(_must(name, expected, type(module).__name__))
+
+
 def check_choice(name: str, value: object, choices: list) -> None:
     """Raise unless ``value`` is one of ``choices``."""
     if value not in choices:
@@ -755,11 +878,14 @@ def check_even(name: str, value: int, why: str) -> None:
         raise ValueError(_must(name, f"be even ({why})", value))
 
 
-def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) -> None:
+def check_position_ids(
+    position_ids, num_tokens=None, rows=None, device=None, like="x"
+) -> None:
     """Raise unless ``position_ids`` are ``(T,)`` or ``(b, T)`` integers >= 0.
 
     ``num_tokens`` fixes ``T``; ``rows`` is the batch size a ``(b, T)`` tensor
-    must have (``None``: one row for every sequence only).
+    must have (``None``: one row for every sequence only); ``device`` is the
+    device of the tensor that ``like`` names in the messages.
     """
     name = "position_ids"
     check_tensor(name, position_ids)
@@ -779,13 +905,24 @@ def check_position_ids(position_ids, num_tokens=None, rows=None, device=None) ->
     if not ok:
         raise ValueError(_must(name, expected, shape))
     if device is not None and position_ids.device != device:
-        raise ValueError(_must(name, f"be on {device} like x", position_ids.device))
+        expected = f"be on {device} like {like}"
+        raise ValueError(_must(name, expected, position_ids.device))
     if position_ids.is_meta or not position_ids.numel():
         return  # no values to read
     low = position_ids.min().item()
     if low < 0:
         expected = "be at least 0 (a position counts the tokens before it)"
         raise ValueError(_must(name, expected, f"{low}"))
+
+
+def check_rotary_batch(module: nn.Module, x, position_ids) -> torch.Tensor:
+    """The one check of a rotary layer's ``forward``: ``x`` as :func:`check_batch`
+    wants it, and its ``position_ids``; returns them, ``0 .. T - 1`` if ``None``."""
+    check_batch(module, x)
+    if position_ids is None:
+        return torch.arange(x.shape[1], device=x.device)
+    check_position_ids(position_ids, x.shape[1], x.shape[0], x.device)
+    return position_ids
 
 
 def check_rope(x, position_ids, base, layout) -> None:
@@ -799,13 +936,23 @@ def check_rope(x, position_ids, base, layout) -> None:
     rows = x.shape[0] if x.dim() >= 3 else None  # a batch: a row of positions each
     check_position_ids(position_ids, x.shape[-2], rows, x.device)
     check_number("base", base)
-    check_choice("layout", layout, ["half", "interleaved"])
+    check_choice("layout", layout, list(ROPE_LAYOUTS))
+
+
+def check_rope_options(base: object, layout: object) -> None:
+    """Raise unless a model's ``rope_base`` and ``rope_layout`` are valid,
+    whatever its kind of positions: a wrong one is wrong before it is used."""
+    check_number("rope_base", base)
+    check_choice("rope_layout", layout, list(ROPE_LAYOUTS))
 
 
 def check_rope_angles(position_ids, head_dim, base, dtype) -> None:
     """The one check of :func:`~attention.rope_angles`."""
     check_even("head_dim", head_dim, "RoPE turns pairs of features")
     check_tensor("position_ids", position_ids)
+    if position_ids.dim() not in (1, 2):
+        expected = "have the shape (T,) or (b, T)"
+        raise ValueError(_must("position_ids", expected, tuple(position_ids.shape)))
     rows = position_ids.shape[0] if position_ids.dim() == 2 else None
     check_position_ids(position_ids, rows=rows)
     check_number("base", base)
@@ -840,15 +987,18 @@ def check_state_layout(state: object, num_heads: int) -> list[str]:
 
 def check_positions(positions: object, use_positions: object = None) -> str:
     """The kind of positions of a ``TinyAttentionModel``, from ``positions`` or
-    its older spelling ``use_positions`` (``True`` learned, ``False`` none)."""
-    kinds = ["learned", "rope", "none"]
+    its older spelling ``use_positions`` (``True`` learned, ``False`` none);
+    neither given (both ``None``): ``"learned"``."""
+    kinds = list(POSITION_KINDS)
     if use_positions is not None:
         check_flag("use_positions", use_positions)
         spelled = "learned" if use_positions else "none"
-        if positions not in ("learned", spelled):  # "learned" is the default
+        if positions not in (None, spelled):
             got = f"positions={positions!r} and use_positions={use_positions}"
             raise ValueError(_must("positions", "not contradict use_positions", got))
         return spelled
+    if positions is None:
+        return "learned"
     if isinstance(positions, bool):
         expected = f"be one of {kinds} (use_positions={positions} is the old spelling)"
         raise ArgumentTypeError(_must("positions", expected, positions))

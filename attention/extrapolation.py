@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import torch
 
+from ._layout import POSITION_KINDS
 from .checks import check_integer, check_multiples, check_positive, check_seed
 from .learned import (
     TinyAttentionModel,
@@ -27,9 +28,6 @@ from .learned import (
     token_accuracy,
     train_model,
 )
-
-#: The kinds of positions compared, in the order of the table.
-POSITION_KINDS = ("learned", "rope", "none")
 
 
 def accuracy_by_length(
@@ -62,7 +60,9 @@ def accuracy_by_length(
         vocab_size: token ids in ``[0, vocab_size)``. Default: ``16``.
         d_model: width of each model. Default: ``32``.
         num_heads: heads of its one attention layer. Default: ``2``.
-        seed: the seed of the weights, data and batches. Default: ``0``.
+        seed: the seed of the weights, data and batches; the test data of
+            multiple ``m`` uses ``seed + 1 + m``, so every such seed must be
+            one torch takes (below ``2**64``). Default: ``0``.
 
     Returns:
         ``{kind: {multiple: accuracy}}`` for the kinds ``"learned"``,
@@ -79,7 +79,7 @@ def accuracy_by_length(
     check_positive(
         steps=steps, vocab_size=vocab_size, d_model=d_model, num_heads=num_heads
     )
-    check_seed(seed)
+    check_seed(seed, derived=1 + max(multiples))  # the test data's seed + 1 + m
     seed = int(seed)  # a NumPy integer: seed + 1 + m stays a Python int
     multiples = tuple(int(m) for m in multiples)
     longest = max(multiples) * train_length

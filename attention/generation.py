@@ -113,10 +113,23 @@ def decode_cached(
         )
     # Learned positions go into the embeddings, rotary ones into each layer.
     x = model.embed(token_ids, position_ids)  # (b, T_new) -> (b, T_new, d)
+    windows, sink_tokens = model_windows(model)  # bounded context, if any
     for i, layer in enumerate(model.layers):
         # (b, T_new, d) -> (b, T_new, d)
-        x = attend_cached(layer, x, cache, i, attention_mask, position_ids)
+        x = attend_cached(
+            layer, x, cache, i, attention_mask, position_ids, windows[i], sink_tokens
+        )
     return model.out_head(x)  # (b, T_new, d) -> (b, T_new, V)
+
+
+def model_windows(model: Decoder) -> tuple[tuple[int | None, ...], int]:
+    """A model's window per layer and its sink tokens: ``(None, ...), 0`` for a
+    model without bounded context (the :class:`~attention.contract.Decoder`
+    protocol does not require them)."""
+    windows = getattr(model, "windows", None)
+    if windows is None:
+        windows = (None,) * len(model.layers)
+    return windows, getattr(model, "sink_tokens", 0)
 
 
 def _grown(attention_mask: torch.Tensor | None) -> torch.Tensor | None:
@@ -192,6 +205,8 @@ def generate_greedy_cached(
     token_ids: torch.Tensor,
     max_new_tokens: int,
     attention_mask: torch.Tensor | None = None,
+    *,
+    cache: KVCache | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Greedy generation with a KV cache: a prefill, then one token per step.
 
@@ -203,9 +218,14 @@ def generate_greedy_cached(
         token_ids: the prompts, at least one token; a batch of prompts of
             different lengths is left-padded.
         max_new_tokens: how many tokens to add, at least 1, with
-            ``P + max_new_tokens - 1 <= model.context_length``.
+            ``P + max_new_tokens - 1 <= model.context_length``; without that
+            limit when every layer of the model has a window (Beyond the
+            chapter, Bounded context): its cache stays bounded.
         attention_mask: for a padded batch, 1 for a real token, 0 for a pad,
             with every row's pads on the left. Default: no padding.
+        cache: an empty :class:`~attention.KVCache` to generate with, with
+            the model's windows and sinks, e.g. one with
+            ``positions="in_cache"``. Default: one made from the model.
 
     Shape:
         token_ids: ``(b, P)``
@@ -223,8 +243,23 @@ def generate_greedy_cached(
         >>> tokens
         tensor([[3, 1, 6, 6, 6, 6]])
     """
-    check_generate(model, token_ids, max_new_tokens, attention_mask, cache_type=KVCache)
-    cache = KVCache(model.context_length, num_layers=len(model.layers))
+    check_generate(
+        model,
+        token_ids,
+        max_new_tokens,
+        attention_mask,
+        cache_type=KVCache,
+        cached=True,
+        cache=cache,
+    )
+    if cache is None:
+        windows, sink_tokens = model_windows(model)
+        cache = KVCache(
+            model.context_length,
+            num_layers=len(model.layers),
+            window=list(windows),
+            sink_tokens=sink_tokens,
+        )
     # The prefill: every prompt token at once. (b, P) -> (b, P, V) -> (b, V)
     logits = decode_cached(model, token_ids, cache, attention_mask)[:, -1]
     step_logits = [logits]

@@ -27,6 +27,7 @@ from .checks import (
     check_module,
     check_shapes,
     check_storage,
+    check_unrotated,
 )
 from .multihead import MultiHeadAttention
 
@@ -196,7 +197,9 @@ def mean_pool_kv_heads(
     module a little more ("uptraining") to win the quality back.
 
     Args:
-        mha: the :class:`~attention.MultiHeadAttention` to convert, unchanged.
+        mha: the :class:`~attention.MultiHeadAttention` to convert, unchanged;
+            not a :class:`~attention.RotaryMultiHeadAttention`, whose
+            rotation a :class:`GroupedQueryAttention` would drop.
         num_kv_heads: key/value heads of the result; must divide
             ``mha.num_heads``. ``mha.num_heads`` copies every head as it is,
             ``1`` gives multi-query attention.
@@ -221,6 +224,8 @@ def mean_pool_kv_heads(
         True
     """
     check_module("mha", mha, MultiHeadAttention)
+    why = "a GroupedQueryAttention does not rotate: the result would lose RoPE"
+    check_unrotated("mha", mha, why)
     check_divides(("num_kv_heads", num_kv_heads), ("num_heads", mha.num_heads))
     weight = mha.W_query.weight
     with torch.device(weight.device):  # build the parameters where mha's are

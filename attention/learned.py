@@ -25,12 +25,16 @@ from .checks import (
     check_module,
     check_positions,
     check_positive,
+    check_rope_options,
     check_seed,
     check_shapes,
     check_token_ids,
     check_training,
     check_values,
+    check_window_layers,
+    check_window_positions,
 )
+from .kv_cache import attend_cached
 from .multihead import MultiHeadAttention
 from .rope import RotaryMultiHeadAttention
 
@@ -69,7 +73,8 @@ class TinyAttentionModel(nn.Module):
             number of learned position embeddings.
         num_heads: how many attention heads per layer.
         positions: ``"learned"``, ``"rope"`` or ``"none"``. Default:
-            ``"learned"``.
+            ``None``, which means ``"learned"`` (or what ``use_positions``
+            says).
         num_layers: how many attention layers, one after the other.
             Default: ``1``.
         use_positions: the older spelling, kept so that existing code and
@@ -78,6 +83,15 @@ class TinyAttentionModel(nn.Module):
         rope_base: the base of RoPE's frequencies. Default: ``10000.0``.
         rope_layout: RoPE's layout, ``"half"`` or ``"interleaved"``.
             Default: ``"half"``.
+        window: bounded context (Beyond the chapter, Bounded context): each
+            query sees only the last ``window`` tokens, itself included.
+            An integer for every layer, or one entry per layer, ``None``
+            for a global layer (Gemma's local and global layers). Needs
+            ``positions="rope"`` or ``"none"``: a learned table ends at
+            ``context_length``, where a window would let generation go on.
+            Default: ``None``, every layer sees the whole past.
+        sink_tokens: how many first tokens every windowed layer keeps
+            seeing, however far back (attention sinks). Default: ``0``.
 
     Shape:
         Input: ``(b, T)`` token ids in ``[0, vocab_size)``, ``T <= context_length``
@@ -103,6 +117,9 @@ class TinyAttentionModel(nn.Module):
         >>> rope = TinyAttentionModel(10, 8, 6, num_heads=2, positions="rope")
         >>> rope.pos_emb is None, type(rope.attn).__name__
         (True, 'RotaryMultiHeadAttention')
+        >>> local = TinyAttentionModel(10, 8, 6, 2, "rope", 2, window=[3, None])
+        >>> local.windows, local(token_ids).shape  # a local layer, a global one
+        ((3, None), torch.Size([1, 6, 10]))
     """
 
     def __init__(
@@ -111,12 +128,14 @@ class TinyAttentionModel(nn.Module):
         d_model: int,
         context_length: int,
         num_heads: int,
-        positions: str = "learned",
+        positions: str | None = None,
         num_layers: int = 1,
         *,
         use_positions: bool | None = None,
         rope_base: float = 10000.0,
         rope_layout: str = "half",
+        window: int | list[int | None] | None = None,
+        sink_tokens: int = 0,
     ) -> None:
         super().__init__()
         check_positive(
@@ -126,7 +145,11 @@ class TinyAttentionModel(nn.Module):
             num_layers=num_layers,
         )
         check_divides(("num_heads", num_heads), ("d_model", d_model))
+        check_rope_options(rope_base, rope_layout)
         positions = check_positions(positions, use_positions)
+        self.windows = check_window_layers(window, sink_tokens, num_layers)
+        check_window_positions(self.windows, positions)
+        self.sink_tokens = sink_tokens
         self.vocab_size = vocab_size
         self.context_length = context_length
         self.positions = positions
@@ -165,10 +188,20 @@ class TinyAttentionModel(nn.Module):
         the ids' values again at each step.
         """
         x = self.embed(token_ids)  # (b, T) -> (b, T, d)
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             # (b, T, d): context vectors, the next layer's input. A rotary
             # layer turns its queries and keys at positions 0 .. T - 1.
-            x = layer(x)
+            if self.windows[i] is None:
+                x = layer(x)
+            else:  # the layer's weights under its window-and-sinks mask
+                x = attend_cached(
+                    layer,
+                    x,
+                    None,
+                    i,
+                    window=self.windows[i],
+                    sink_tokens=self.sink_tokens,
+                )
         return self.out_head(x)  # (b, T, d) -> (b, T, V)
 
     def embed(

@@ -20,8 +20,9 @@ and gives other outputs.
 
 Angles are computed in float64 and only their cosines and sines are cast to
 the input's dtype: position ``m`` times a frequency, multiplied in float32,
-loses the low bits of ``m`` (about 5e-4 rad at position 8,000).
-:func:`rope_angles` can compute them either way, to show the difference.
+loses the low bits of ``m``, more as ``m`` grows. :func:`rope_angles` can
+compute them either way, to show the difference (its example: more than
+1e-3 rad at position 100,000; the page's table gives it by position).
 
 The five mistakes of RoPE generation, and where this package avoids each.
 ``tests/test_rope.py`` writes each as a one-line mutant of a copy of the
@@ -57,21 +58,18 @@ from __future__ import annotations
 
 import torch
 
+from ._layout import ROPE_LAYOUTS
 from .checks import (
-    check_batch,
     check_choice,
     check_even,
     check_number,
-    check_position_ids,
     check_rope,
     check_rope_angles,
+    check_rotary_batch,
     check_state_layout,
     check_storage,
 )
 from .multihead import MultiHeadAttention
-
-#: The two layouts of the same rotation: which features form a pair.
-ROPE_LAYOUTS = ("half", "interleaved")
 
 
 def rope_angles(
@@ -95,8 +93,8 @@ def rope_angles(
         dtype: the floating-point dtype to compute in. Default: float64.
 
     Shape:
-        position_ids: ``(..., T)``
-        Output: ``(..., T, hd/2)``
+        position_ids: ``(T,)`` or ``(b, T)``
+        Output: ``(T, hd/2)`` or ``(b, T, hd/2)``
 
     Returns:
         The angles in radians, in ``dtype``.
@@ -171,10 +169,10 @@ def apply_rope(
         torch.Size([2, 5, 8])
     """
     check_rope(x, position_ids, base, layout)
-    return rotate(x, position_ids, base, layout)
+    return rotate_pairs(x, position_ids, base, layout)
 
 
-def rotate(
+def rotate_pairs(
     x: torch.Tensor, position_ids: torch.Tensor, base: float, layout: str
 ) -> torch.Tensor:
     """:func:`~attention.apply_rope` after the door: the rotation alone, unchecked.
@@ -240,7 +238,11 @@ def rope_layout_state_dict(
     Args:
         state: a ``state_dict()`` of a model whose attention layers keep
             ``W_query`` and ``W_key`` (``(h * hd, d_in)`` weights).
-        num_heads: heads per layer.
+        num_heads: heads per layer, as the model was built. A state dict
+            cannot tell it: ``W_query`` has ``num_heads * head_dim`` rows,
+            and any count that leaves an even ``head_dim`` passes the
+            checks. A wrong one reorders rows across the wrong head
+            boundaries and the model gives other outputs, with no error.
         source: the layout the checkpoint was trained with.
         target: the layout of the model that will load it.
 
@@ -332,35 +334,40 @@ class RotaryMultiHeadAttention(MultiHeadAttention):
 
         What a KV cache's attention calls (:func:`~attention.cached_attention`).
         """
-        return rotate(t, position_ids, self.base, self.layout)
+        return rotate_pairs(t, position_ids, self.base, self.layout)
 
     def forward(
         self, x: torch.Tensor, position_ids: torch.Tensor | None = None
     ) -> torch.Tensor:
-        check_batch(self, x)
-        b, num_tokens, _ = x.shape
-        if position_ids is None:
-            position_ids = torch.arange(num_tokens, device=x.device)
-        else:
-            check_position_ids(position_ids, num_tokens, b, x.device)
-        # (b, T, d_in) -> (b, T, h, hd) -> (b, h, T, hd)
-        shape = (b, num_tokens, self.num_heads, self.head_dim)
-        queries = self.W_query(x).view(shape).transpose(1, 2)
-        keys = self.W_key(x).view(shape).transpose(1, 2)
-        values = self.W_value(x).view(shape).transpose(1, 2)
+        position_ids = check_rotary_batch(self, x, position_ids)  # default 0..T-1
+        b, num_tokens, d_in = x.shape
+        queries = self.W_query(x)  # (b, T, d_in) -> (b, T, d_out)
+        keys = self.W_key(x)  # (b, T, d_out)
+        values = self.W_value(x)  # (b, T, d_out)
+
+        # Split the last dimension into heads: (b, T, d_out) -> (b, T, h, hd)
+        queries = queries.view(b, num_tokens, self.num_heads, self.head_dim)
+        keys = keys.view(b, num_tokens, self.num_heads, self.head_dim)
+        values = values.view(b, num_tokens, self.num_heads, self.head_dim)
+
+        # Heads next to the batch: (b, T, h, hd) -> (b, h, T, hd)
+        queries = queries.transpose(1, 2)
+        keys = keys.transpose(1, 2)
+        values = values.transpose(1, 2)
 
         # The new step: turn queries and keys by their positions. (b, h, T, hd)
         queries = self.rotate(queries, position_ids)
         keys = self.rotate(keys, position_ids)
 
-        # (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
+        # Every head at once: (b, h, T, hd) @ (b, h, hd, T) -> (b, h, T, T)
         attn_scores = queries @ keys.transpose(2, 3)
         attn_scores.masked_fill_(self.mask[:num_tokens, :num_tokens], -torch.inf)
-        attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
         attn_weights = self.dropout(attn_weights)
 
         # (b, h, T, T) @ (b, h, T, hd) -> (b, h, T, hd) -> (b, T, h, hd)
         context_vec = (attn_weights @ values).transpose(1, 2)
-        # (b, T, h, hd) -> (b, T, d_out)
+        # Merge the heads; the transpose left memory out of order, so copy
+        # it contiguous before the view: (b, T, h, hd) -> (b, T, d_out)
         context_vec = context_vec.contiguous().view(b, num_tokens, self.d_out)
-        return self.out_proj(context_vec)
+        return self.out_proj(context_vec)  # (b, T, d_out)

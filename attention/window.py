@@ -83,7 +83,21 @@ def window_mask(
         check_integer("window", window, smallest=1)
     check_integer("sink_tokens", sink_tokens, smallest=0)
     check_storage("num_keys", num_keys, num_queries * num_keys)  # a byte per pair
-    device = as_device(device)
+    return window_hidden(num_queries, num_keys, window, sink_tokens, as_device(device))
+
+
+def window_hidden(
+    num_queries: int,
+    num_keys: int,
+    window: int | None,
+    sink_tokens: int,
+    device: torch.device | None,
+) -> torch.Tensor:
+    """:func:`window_mask` after the door, unchecked: ``(Tq, Tk)``, ``True`` = hidden.
+
+    What a KV cache calls at every generated token, on sizes it checked
+    once, before the loop (:mod:`attention.checks`).
+    """
     # (Tq, 1): each query's position among the keys; (1, Tk): each key's.
     query_pos = torch.arange(num_keys - num_queries, num_keys, device=device)[:, None]
     key_pos = torch.arange(num_keys, device=device)[None, :]

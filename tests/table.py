@@ -959,6 +959,12 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 lambda: at(torch.tensor([0, 1], dtype=torch.uint8)),
                 "position_ids; uint8",
             ),
+            # decode_step has no x: the message names what it compared with
+            bad(
+                "positions-meta",
+                lambda: at(torch.arange(2, device="meta")),
+                "position_ids; meta; token_ids",
+            ),
             # a learned table has 6 rows: position 6 has none
             bad(
                 "positions-past-table",
@@ -973,6 +979,13 @@ def _generation_errors(name: str) -> tuple[ErrorInput, ...]:
                 "mask-float",
                 lambda: A.decode_step(model(), ids, KVCache(6), torch.ones(1, 2)),
                 "attention_mask; float32; integers",
+            ),
+            bad(
+                "mask-meta",
+                lambda: A.decode_step(
+                    model(), ids, KVCache(6), torch.ones(1, 2, device="meta").long()
+                ),
+                "attention_mask; meta; token_ids",
             ),
             # the cache's own context_length, shorter than the model's
             bad(
@@ -1372,6 +1385,12 @@ public(
         "num_kv_heads; num_heads; 3; 2",
     ),
     bad("not-mha", lambda: A.mean_pool_kv_heads(GQA(), 1), "mha", TYPE),
+    # a rotary layer is a MultiHeadAttention; its GQA would not rotate
+    bad(
+        "rotary",
+        lambda: A.mean_pool_kv_heads(RotaryMultiHeadAttention(4, 4, 6, 0.0, 2), 2),
+        "mha; RoPE; RotaryMultiHeadAttention",
+    ),
 )
 
 
@@ -1680,6 +1699,15 @@ public(
         lambda: KVCache(4).update(0, z(1, 2, 1, 5), z(1, 2, 1, 4)),
         "values; 5; 4",
     ),
+    *bad_values(lambda v: KVCache(4, window=v), "window")[:4],
+    bad("window-per-layer", lambda: KVCache(4, 2, window=[2]), "window; 2; 1"),
+    bad("sinks-no-window", lambda: KVCache(4, sink_tokens=1), "sink_tokens; window"),
+    bad(
+        "sinks-negative",
+        lambda: KVCache(4, window=2, sink_tokens=-1),
+        "sink_tokens; -1",
+    ),
+    bad("positions", lambda: KVCache(4, window=2, positions="rel"), "positions; rel"),
 )
 
 
@@ -1846,6 +1874,73 @@ public(
 )
 
 
+def _windows_sample(d: Draw) -> Sample:
+    return Sample(A.layer_windows, (d.int(1, 9), d.int(1, 5), d.pick([None, 1, 2, 5])))
+
+
+def _windows_ref(s: Sample) -> list:
+    num_layers, window, local = s.args
+    if local is None:
+        return [window] * num_layers
+    # a global layer after every `local` local ones
+    return [None if i % (local + 1) == local else window for i in range(num_layers)]
+
+
+public(
+    "layer_windows",
+    _windows_sample,
+    _windows_ref,
+    *bad_values(lambda v: A.layer_windows(v, 4), "num_layers")[:3],
+    *bad_values(lambda v: A.layer_windows(4, v), "window")[:3],
+    *bad_values(lambda v: A.layer_windows(4, 4, v), "local_per_global")[:3],
+    dtypes=(F32,),
+    devices=CPU_ONLY,
+)
+
+
+def _by_layer_sample(d: Draw) -> Sample:
+    windows = [d.pick([None, 1, 2, 3, 6]) for _ in range(d.int(1, 4))]
+    sizes = [d.int(1, 5) for _ in range(4)]
+    return Sample(
+        A.kv_cache_bytes_by_layer,
+        (sizes[0], sizes[1], windows, sizes[2], sizes[3], d.pick([2, 4, 8])),
+        {"sink_tokens": d.int(0, 2) if any(windows) else 0},
+    )
+
+
+def _by_layer_ref(s: Sample) -> int:
+    batch, tokens, windows, kv_heads, head_dim, nbytes = s.args
+    sinks = s.kwargs["sink_tokens"]
+    held = sum(tokens if w is None else min(tokens, w + sinks) for w in windows)
+    return 2 * batch * held * kv_heads * head_dim * nbytes
+
+
+def _by_layer(**bad_one) -> int:
+    sizes = dict.fromkeys(["batch", "tokens", "kv_heads", "head_dim"], 1)
+    args = {**sizes, "windows": [4], "bytes_per_element": 2, **bad_one}
+    return A.kv_cache_bytes_by_layer(**args)
+
+
+public(
+    "kv_cache_bytes_by_layer",
+    _by_layer_sample,
+    _by_layer_ref,
+    *bad_values(lambda v: _by_layer(tokens=v), "tokens")[:2],
+    *bad_values(lambda v: _by_layer(kv_heads=v), "kv_heads")[:2],
+    bad("window-zero", lambda: _by_layer(windows=[4, 0]), "window; 0"),
+    bad("window-str", lambda: _by_layer(windows=["4"]), "window; '4'", TYPE),
+    bad("windows-int", lambda: _by_layer(windows=4), "windows; 4", TYPE),
+    bad("sinks-negative", lambda: _by_layer(sink_tokens=-1), "sink_tokens; -1"),
+    bad(
+        "sinks-no-window",
+        lambda: _by_layer(windows=[None], sink_tokens=1),
+        "sink_tokens; window",
+    ),
+    dtypes=(F32,),
+    devices=CPU_ONLY,
+)
+
+
 public(
     "TinyAttentionModel",
     lambda d: Sample(
@@ -1864,10 +1959,24 @@ public(
     bad("ids-meta", lambda: MODEL()(z(1, 3, device="meta").long()), f"{IDS_}; meta"),
     bad("positions-kind", lambda: MODEL(positions="absolute"), "positions; absolute"),
     bad("positions-bool", lambda: MODEL(positions=True), "positions; True", TYPE),
+    bad("window-learned", lambda: MODEL(window=2), "positions; learned; window"),
+    bad("window-zero", lambda: MODEL(positions="rope", window=0), "window; 0"),
+    bad(
+        "window-layers",
+        lambda: MODEL(positions="rope", window=[2, None]),
+        "window; 1; 2 entries",
+    ),
+    bad("sinks-alone", lambda: MODEL(positions="rope", sink_tokens=1), "sink_tokens"),
     bad(
         "positions-contradict",
         lambda: MODEL(positions="rope", use_positions=True),
         "positions; rope; use_positions",
+    ),
+    # "learned" said aloud contradicts use_positions=False as much as "rope"
+    bad(
+        "positions-contradict-learned",
+        lambda: MODEL(positions="learned", use_positions=False),
+        "positions; learned; use_positions",
     ),
     bad(
         "use_positions-str",
@@ -1880,9 +1989,18 @@ public(
     bad(
         "rope-layout",
         lambda: MODEL(positions="rope", rope_layout="gptj"),
-        "layout; gptj",
+        "rope_layout; gptj",
     ),
-    bad("rope-base", lambda: MODEL(positions="rope", rope_base=-1.0), "base; -1.0"),
+    bad(
+        "rope-base", lambda: MODEL(positions="rope", rope_base=-1.0), "rope_base; -1.0"
+    ),
+    # checked whatever the positions: a wrong argument is wrong before it is used
+    bad("rope-layout-learned", lambda: MODEL(rope_layout="gptj"), "rope_layout; gptj"),
+    bad(
+        "rope-base-none",
+        lambda: MODEL(positions="none", rope_base=-5.0),
+        "rope_base; -5.0",
+    ),
 )
 
 
@@ -2321,7 +2439,12 @@ public(
     ),
     bad("ids-float", lambda: A.rope_angles(torch.arange(3.0), 4), f"{POS}; float32"),
     bad("ids-negative", lambda: A.rope_angles(torch.tensor([2, -3]), 4), f"{POS}; -3"),
-    bad("ids-rank", lambda: A.rope_angles(z(1, 2, 3).long(), 4), f"{POS}; (1, 2, 3)"),
+    # (b, T) works too, so the message offers both shapes
+    bad(
+        "ids-rank",
+        lambda: A.rope_angles(z(1, 2, 3).long(), 4),
+        f"{POS}; (1, 2, 3); (T,); (b, T)",
+    ),
     bad(
         "dtype-int",
         lambda: A.rope_angles(torch.arange(3), 4, dtype=torch.int64),
@@ -2427,6 +2550,12 @@ public(
         "seed-huge",
         lambda: A.accuracy_by_length(seed=2**70),
         "seed; 1180591620717411303424",
+    ),
+    # a seed torch takes, whose derived test seeds (seed + 1 + m) it does not
+    bad(
+        "seed-derived",
+        lambda: A.accuracy_by_length(seed=2**64 - 1),
+        "seed; 18446744073709551615",
     ),
     dtypes=(F32,),
     devices=CPU_ONLY,

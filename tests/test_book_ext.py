@@ -333,12 +333,13 @@ def test_pysource_highlights_computation_not_comments_checks_or_headers():
     new[2] = "        check_positive(d_in=d_in, h=h)"  # a check
     new.insert(4, "        self.h = h")  # a stored argument
     new.insert(5, "        # A new comment line.")
+    new.insert(6, "        d_in = check_size(d_in)  # a check that returns")
     new[-1] += "  # a new comment"
     assert changed_lines(new, old) == []
     new.insert(4, "        self.scale = d_in**-0.5")  # computation
     new[3] = "        self.dropout_p = dropout"  # stored under another name
     new[-2] = '        s = "it\'s #2"'  # not a comment: found with the tokenizer
-    assert changed_lines(new, old) == [4, 5, 8]
+    assert changed_lines(new, old) == [4, 5, 9]
 
 
 def test_the_language_switch_links_the_same_page_in_the_other_edition():

@@ -11,7 +11,6 @@ a copy of the package's source, each caught by the test that names it.
 from __future__ import annotations
 
 import importlib.util
-import math
 import shutil
 import sys
 from pathlib import Path
@@ -20,10 +19,13 @@ from types import ModuleType
 import pytest
 import torch
 from helpers import reference_rope
+from pysource import changed_lines, source_without_docstrings
 
 import attention
 from attention import (
     KVCache,
+    MultiHeadAttention,
+    RotaryMultiHeadAttention,
     TinyAttentionModel,
     apply_rope,
     decode_step,
@@ -253,6 +255,20 @@ def test_every_kind_of_positions_trains_and_generates(positions):
         assert torch.equal(plain[0][row, -alone[0].shape[1] :], alone[0][0])
 
 
+def test_the_pages_listing_highlights_rotate_and_two_lines_of_forward():
+    """What rotary-positions.md says before its listing of the class: the
+    chapter's class with a rotate method and two lines more in forward."""
+    members = ["rotate", "forward"]
+    new, _ = source_without_docstrings(RotaryMultiHeadAttention, members)
+    old, _ = source_without_docstrings(MultiHeadAttention, members)
+    highlighted = [new[n - 1].strip() for n in changed_lines(new, old)]
+    assert highlighted == [
+        "return rotate_pairs(t, position_ids, self.base, self.layout)",
+        "queries = self.rotate(queries, position_ids)",
+        "keys = self.rotate(keys, position_ids)",
+    ]
+
+
 def test_use_positions_is_the_old_spelling():
     torch.manual_seed(0)
     old = TinyAttentionModel(10, 8, 6, 2, use_positions=False)
@@ -446,4 +462,3 @@ def test_a_mutant_copy_is_a_package_of_its_own(mutant):
     assert pkg.KVCache is not KVCache
     mask = None
     assert pkg.kv_cache.new_position_ids(mask, 0, 3, "cpu").tolist() == [-3, -2, -1]
-    assert math.isfinite(chunked_prefill_gap(attention))

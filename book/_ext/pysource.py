@@ -100,11 +100,12 @@ def code_without_comments(lines: list[str]) -> list[str]:
 
 def bookkeeping_lines(lines: list[str]) -> set[int]:
     """0-based lines a ``:diff:`` never highlights, as they compute nothing: a
-    header (name and signature), a ``check_*`` call, ``self.name = name``."""
+    header (name and signature), a ``check_*`` call (its result kept or not:
+    ``ids = check_ids(ids)`` returns what it checked), ``self.name = name``."""
     tree = ast.parse(textwrap.dedent("\n".join(lines)))
     found: set[int] = set()
     for node in ast.walk(tree):
-        call = node.value if isinstance(node, ast.Expr) else None
+        call = node.value if isinstance(node, ast.Expr | ast.Assign) else None
         is_check = isinstance(call, ast.Call) and CHECK.fullmatch(
             ast.unparse(call.func)
         )
