@@ -50,10 +50,12 @@ ZH_OUT  := $(BUILDDIR)/$(ZH)/html
 ZH_SITE := $(SITE)/$(ZH)
 # The Chinese edition's words are plain configuration: the site's title,
 # myst-nb's toggle of hidden cells (the book hides only code, so "code" where
-# myst-nb's default says "source"), the search box and the footer's names;
-# and the name of its PDF, which its front page links.
+# myst-nb's default says "source"), sphinx-togglebutton's hint on a folded
+# solution, the search box and the footer's names; and the name of its PDF,
+# which its front page links.
 ZH_OPTS := -D language=$(ZH) -D html_title=动手编写注意力机制 \
 	-D nb_code_prompt_show=显示代码 -D nb_code_prompt_hide=隐藏代码 \
+	-D togglebutton_hint=点击显示 -D togglebutton_hint_hide=点击隐藏 \
 	-D html_theme_options.search_bar_text=搜索本书… \
 	-D author=本书作者 -D copyright=2026，本书作者 -A book_pdf=book-$(ZH).pdf
 # Each edition's Sphinx runs only when something it reads changed: a page,

@@ -280,6 +280,14 @@ def test_code_cell_toggles_are_chinese(zh):
     )
 
 
+def test_a_folded_solutions_hint_is_chinese(zh):
+    """sphinx-togglebutton writes its hint ("Click to show") into each page's
+    script, from -D togglebutton_hint on the Makefile's zh line."""
+    page = zh.page("beyond/padding.html")
+    hints = dict(re.findall(r"(toggleHint\w+) = '([^']*)'", page.soup.decode()))
+    assert hints == {"toggleHintShow": "点击显示", "toggleHintHide": "点击隐藏"}
+
+
 # Labels only a screen reader reads, written in English into the themes' and
 # myst-nb's HTML with no translation or option to change them, and the
 # switch's own bilingual name. Everything else a theme labels is Chinese.
