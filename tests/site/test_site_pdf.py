@@ -231,10 +231,13 @@ def test_chinese_is_drawn_in_a_cjk_font():
 #: measurement plus 1.8 MB, so a heavy new page still fails it. Issue 45's
 #: rotary page (its HTML, notebooks and PDF pages in both editions), issue 48's
 #: checks on the API page and the API page's members grew a clean build to
-#: 39.0 MB (PDFs 8.3 + 9.8 MB); the ceiling is again that plus 1.8 MB. Known
-#: weight to cut: zh_CN/_static files no page links (0.9 MB), zh_CN/_modules
-#: (1.05 MB, the English source pages with Chinese chrome).
-SITE_BUDGET = 40_800_000
+#: 39.0 MB (PDFs 8.3 + 9.8 MB); the ceiling is again that plus 1.8 MB.
+#: Issue 46's bounded-context page (eight figures) and issue 47's exercises on
+#: every page (stubs, solutions and their notebooks, in both editions) grew a
+#: clean build to 45.3 MB (PDFs 9.9 + 11.5 MB); the ceiling is that plus 1.8
+#: MB. Known weight to cut: zh_CN/_static files no page links (0.9 MB),
+#: zh_CN/_modules (1.05 MB, the English source pages with Chinese chrome).
+SITE_BUDGET = 47_100_000
 
 
 def test_the_site_fits_its_budget_on_disk(english):
