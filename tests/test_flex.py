@@ -123,3 +123,21 @@ def test_the_measured_limits_say_no_backward_on_the_cpu() -> None:
     assert "backward" in limits["backward_error"] and "CPU" in limits["backward_error"]
     assert limits["flex_seconds"] > 0 and limits["sdpa_seconds"] > 0
     assert "compile_seconds" not in limits  # compiling takes minutes: only on request
+
+
+def test_the_stored_compiled_run_is_whole_and_was_measured_quietly() -> None:
+    """The run the bounded-context page reads (``python -m attention.flex``):
+    every timing with its rounds, from an empty compiler cache, on a machine
+    that had at most half its cores busy when it started."""
+    from attention.flex import stored_flex_run
+
+    run = stored_flex_run()
+    for key in ("flex", "sdpa", "compiled"):
+        assert len(run[f"{key}_rounds_s"]) == run["rounds"] >= 5, key
+        assert min(run[f"{key}_rounds_s"]) > 0, key
+    assert run["compile_seconds"] > max(run["compiled_rounds_s"])
+    assert run["backward_error"].startswith("NotImplementedError")
+    meta = run["meta"]
+    assert meta["torch"].startswith("2.13.0") and meta["threads"] == 1
+    assert meta["load_average_before"][0] <= meta["cpu_count"] / 2
+    assert "empty" in meta["compiler_cache"]

@@ -208,7 +208,14 @@ def browser_tab(english, chromium):
 def _search(browser_tab, query: str, shot: Path) -> list[str]:
     origin, tab = browser_tab
     tab.goto(f"{origin}/{ZH}/search.html?q={quote(query)}", wait_until="load")
-    tab.wait_for_selector("#search-results ul.search li", timeout=20_000)
+    # Sphinx lists the results one at a time, 5 ms apart, and writes its
+    # summary ("found N pages") only after the last: wait for the summary, or
+    # a late result (the front page ranks low) is not there yet.
+    tab.wait_for_function(
+        "document.querySelector('#search-results p.search-summary')"
+        "?.innerText.length > 0",
+        timeout=20_000,
+    )
     shot.parent.mkdir(parents=True, exist_ok=True)
     tab.screenshot(path=str(shot))
     hrefs = tab.eval_on_selector_all(
