@@ -34,7 +34,7 @@ from package_cache import (
     package_digest,
     start_cache,
 )
-from pysource import changed_lines, package_source
+from pysource import changed_lines, package_source, source_without_docstrings
 from share_assets import share
 from singlehtml_nodes import html_handlers_for_singlehtml
 from site_language import _chinese_search, other_edition_url
@@ -469,3 +469,19 @@ def test_a_translated_notebooks_graders_speak_its_language():
     assert notebook.cells[1].source.endswith('speak("zh_CN")')
     english = translate_notebook(_exercise_notebook(), {}.get)
     assert english.cells[1].source.endswith('speak("en")')
+
+
+def test_the_rotary_pages_listing_highlights_rotate_and_two_lines_of_forward():
+    """What rotary-positions.md says before its listing of the class: the
+    chapter's class with a rotate method and two lines more in forward. (Here,
+    not in tests/test_rope.py: it reads book/_ext, which the package's source
+    archive does not ship.)"""
+    members = ["rotate", "forward"]
+    new, _ = source_without_docstrings(attention.RotaryMultiHeadAttention, members)
+    old, _ = source_without_docstrings(attention.MultiHeadAttention, members)
+    highlighted = [new[n - 1].strip() for n in changed_lines(new, old)]
+    assert highlighted == [
+        "return rotate_pairs(t, position_ids, self.base, self.layout)",
+        "queries = self.rotate(queries, position_ids)",
+        "keys = self.rotate(keys, position_ids)",
+    ]

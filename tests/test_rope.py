@@ -19,13 +19,10 @@ from types import ModuleType
 import pytest
 import torch
 from helpers import reference_rope
-from pysource import changed_lines, source_without_docstrings
 
 import attention
 from attention import (
     KVCache,
-    MultiHeadAttention,
-    RotaryMultiHeadAttention,
     TinyAttentionModel,
     apply_rope,
     decode_step,
@@ -253,20 +250,6 @@ def test_every_kind_of_positions_trains_and_generates(positions):
     for row, prompt in enumerate(PROMPTS):
         alone = generate_greedy(model, prompt[None], 4)
         assert torch.equal(plain[0][row, -alone[0].shape[1] :], alone[0][0])
-
-
-def test_the_pages_listing_highlights_rotate_and_two_lines_of_forward():
-    """What rotary-positions.md says before its listing of the class: the
-    chapter's class with a rotate method and two lines more in forward."""
-    members = ["rotate", "forward"]
-    new, _ = source_without_docstrings(RotaryMultiHeadAttention, members)
-    old, _ = source_without_docstrings(MultiHeadAttention, members)
-    highlighted = [new[n - 1].strip() for n in changed_lines(new, old)]
-    assert highlighted == [
-        "return rotate_pairs(t, position_ids, self.base, self.layout)",
-        "queries = self.rotate(queries, position_ids)",
-        "keys = self.rotate(keys, position_ids)",
-    ]
 
 
 def test_use_positions_is_the_old_spelling():
